@@ -1,0 +1,1 @@
+"""Source ingestion: parsing code into functions and blocks."""

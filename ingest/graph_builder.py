@@ -1,0 +1,72 @@
+"""Turning extracted functions into PKG nodes and edges with content-addressed ids."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ingest.functions import Block, Function
+from ingest.sources import SourceUnit
+from pkg.graph import Edge, Label, Node, Rel, content_id, text_hash
+
+
+@dataclass
+class UnitGraph:
+    """Nodes and edges of one source unit."""
+
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+
+
+def _block_nodes(impl_id: str, blocks: tuple[Block, ...], path: tuple[int, ...], graph: UnitGraph) -> list[str]:
+    ids = []
+    for index, block in enumerate(blocks):
+        here = (*path, index)
+        block_id = content_id(Label.BLOCK, impl_id, here, text_hash(block.text))
+        graph.nodes.append(
+            Node(
+                block_id,
+                Label.BLOCK,
+                {
+                    "kind": block.kind,
+                    "text": block.text,
+                    "start_line": block.start_line,
+                    "end_line": block.end_line,
+                    "depth": len(here),
+                    "impl_id": impl_id,
+                },
+            )
+        )
+        for child_id in _block_nodes(impl_id, block.children, here, graph):
+            graph.edges.append(Edge(block_id, Rel.PARENT, child_id))
+        ids.append(block_id)
+    return ids
+
+
+def unit_graph(unit: SourceUnit, functions: tuple[Function, ...]) -> UnitGraph:
+    """NAME, IMPL and BLOCK nodes for every function of a unit, with their edges.
+
+    Ids derive from the unit's identity, the function's qualified name and occurrence, and the
+    hash of its text: rebuilding the same corpus yields the same ids.
+    """
+    graph = UnitGraph()
+    occurrences: Counter[str] = Counter()
+    for fn in functions:
+        occurrence = occurrences[fn.qualname]
+        occurrences[fn.qualname] += 1
+        key = (unit.source, unit.row, unit.fence, fn.qualname, occurrence, text_hash(fn.text))
+        name_id = content_id(Label.NAME, *key)
+        impl_id = content_id(Label.IMPL, *key)
+        span = {"start_line": fn.start_line, "end_line": fn.end_line}
+        graph.nodes.append(
+            Node(
+                name_id,
+                Label.NAME,
+                {"name": fn.qualname, "source": unit.source, "row": unit.row, "lang": unit.lang, **span},
+            )
+        )
+        graph.nodes.append(Node(impl_id, Label.IMPL, {"text": fn.text, "lang": unit.lang, **span}))
+        graph.edges.append(Edge(name_id, Rel.HAS_IMPL, impl_id))
+        for block_id in _block_nodes(impl_id, fn.blocks, (), graph):
+            graph.edges.append(Edge(impl_id, Rel.HAS_BLOCK, block_id))
+    return graph

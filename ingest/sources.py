@@ -1,0 +1,142 @@
+"""Finding source units in the paths a user gives: code files and PythonAlpaca-style JSONL rows."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tokenize
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pkg.errors import CorpusError
+
+CODE_SUFFIXES = {".py": "python"}
+ROW_SUFFIXES = {".jsonl"}
+ROW_FIELDS = ("instruction", "input", "output")
+SKIPPED_DIRS = {".git", "__pycache__", "node_modules", "site-packages", ".venv", "venv"}
+MAX_FILE_BYTES = 4 * 1024 * 1024
+_FENCE = re.compile(r"```[ \t]*(python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    """One piece of code to parse: a whole file, or one fence of one JSONL row."""
+
+    source: str  # absolute path of the file
+    lang: str
+    text: str  # with '\n' newlines
+    row: int | None = None  # 1-based JSONL line
+    fence: int | None = None  # 0-based fence index within the row
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file or row left out, and why."""
+
+    path: str
+    reason: str
+
+
+def _is_venv(path: Path) -> bool:
+    return (path / "pyvenv.cfg").is_file()
+
+
+def discover(paths: Sequence[Path]) -> tuple[list[Path], list[Skipped]]:
+    """Expand the given paths into the files to read; directories are walked recursively.
+
+    Hidden entries, VCS folders, virtualenvs, caches and unsupported files found inside directories
+    are skipped; symlinks are followed but each real directory is visited once, so loops end.
+    """
+    files: list[Path] = []
+    skipped: list[Skipped] = []
+    seen_files: set[Path] = set()
+    seen_dirs: set[Path] = set()
+
+    def add_file(path: Path) -> None:
+        real = path.resolve()
+        if real in seen_files:
+            return
+        seen_files.add(real)
+        if path.suffix in CODE_SUFFIXES or path.suffix in ROW_SUFFIXES:
+            files.append(real)
+        else:
+            skipped.append(Skipped(str(path), f"unsupported file type {path.suffix or '(none)'}"))
+
+    def walk(directory: Path) -> None:
+        real = directory.resolve()
+        if real in seen_dirs:
+            return
+        seen_dirs.add(real)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(str(directory), f"unreadable directory: {exc.strerror}"))
+            return
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.name.startswith(".") or entry.name in SKIPPED_DIRS:
+                continue
+            if entry.is_dir():
+                if not _is_venv(path):
+                    walk(path)
+            elif entry.is_file():
+                add_file(path)
+
+    for given in paths:
+        if not given.exists():
+            raise CorpusError(f"no such file or directory: {given}")
+        if given.is_dir():
+            walk(given)
+        else:
+            add_file(given)
+    return files, skipped
+
+
+def _decode(path: Path, data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise ValueError("binary file")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        raise ValueError(f"not text in a known encoding ({exc.__class__.__name__})") from exc
+    return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _fences(text: str) -> Iterator[str]:
+    for match in _FENCE.finditer(text.replace("\r\n", "\n")):
+        yield match.group(2)
+
+
+def read_units(path: Path) -> tuple[list[SourceUnit], list[Skipped]]:
+    """Read one discovered file into source units; problems become Skipped entries."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return [], [Skipped(str(path), f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")]
+        text = _decode(path, path.read_bytes())
+    except OSError as exc:
+        return [], [Skipped(str(path), f"unreadable: {exc.strerror}")]
+    except ValueError as exc:
+        return [], [Skipped(str(path), str(exc))]
+    if path.suffix in CODE_SUFFIXES:
+        return [SourceUnit(str(path), CODE_SUFFIXES[path.suffix], text)], []
+    units: list[SourceUnit] = []
+    skipped: list[Skipped] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            skipped.append(Skipped(f"{path}#row{number}", f"invalid JSON: {exc.msg}"))
+            continue
+        if not isinstance(row, dict):
+            skipped.append(Skipped(f"{path}#row{number}", "row is not a JSON object"))
+            continue
+        fields = "\n".join(str(row[f]) for f in ROW_FIELDS if isinstance(row.get(f), str))
+        for index, code in enumerate(_fences(fields)):
+            units.append(SourceUnit(str(path), "python", code, row=number, fence=index))
+    return units, skipped

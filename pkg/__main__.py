@@ -1,0 +1,5 @@
+"""`python -m pkg` runs the CLI."""
+
+from pkg.cli import main
+
+main()

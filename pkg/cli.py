@@ -1,0 +1,223 @@
+"""The `pkg` command line: build a PKG, query it, inspect it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pkg.config import default_cache_dir, default_db_dir
+from pkg.embedders import DEFAULT_SPEC, SPEC_HELP, Embedder, make_embedder
+from pkg.errors import PkgError
+from pkg.stores import STORES, GraphStore, open_store
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+class StageBars:
+    """One progress bar per pipeline stage, on stderr when it is a terminal."""
+
+    LABELS = {"parse": "parsing   ", "embed": "embedding ", "write": "writing   "}
+
+    def __init__(self) -> None:
+        self._stage: str | None = None
+        self._bar: Any = None
+        self._done = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not sys.stderr.isatty():
+            return
+        if stage != self._stage:
+            self.close()
+            self._stage, self._done = stage, 0
+            self._bar = click.progressbar(length=total, label=self.LABELS.get(stage, stage), file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._done)
+        self._done = done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+def _db_option(command: Any) -> Any:
+    command = click.option(
+        "--db",
+        "db_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=default_db_dir,
+        show_default="$PKG_DB or ./.pkg",
+        help="Directory of the embedded database.",
+    )(command)
+    command = click.option(
+        "--store",
+        type=click.Choice(STORES),
+        default="embedded",
+        show_default=True,
+        help="Where the graph lives.",
+    )(command)
+    return command
+
+
+def _cache_option(command: Any) -> Any:
+    return click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=default_cache_dir,
+        show_default="$PKG_CACHE_DIR or ~/.cache/pkg",
+        help="Directory of the persistent embedding cache.",
+    )(command)
+
+
+@contextmanager
+def _opened(store: str, db_dir: Path, create: bool = False) -> Iterator[GraphStore]:
+    graph = open_store(store, db_dir, create=create)
+    try:
+        yield graph
+    finally:
+        graph.close()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pkg-graph", prog_name="pkg")
+def cli() -> None:
+    """PKG: build a Programming Knowledge Graph from code and serve context for code generation.
+
+    \b
+    pkg build PATH...        parse code into NAME/IMPL/BLOCK nodes with embeddings
+    pkg query "TEXT"         retrieve (and prune) the most similar functions or blocks
+    pkg stats                count nodes and relationships
+    """
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_db_option
+@_cache_option
+@click.option("--embedder", default=DEFAULT_SPEC, show_default=True, help=f"Embedding model: {SPEC_HELP}.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, embedder: str, fmt: str) -> None:
+    """Build or extend a PKG from PATHS: Python files, directories (walked recursively) and JSONL
+    files of instruction/input/output rows with ```python fences."""
+    from ingest.build import build as run_build
+
+    model = make_embedder(embedder, cache_dir)
+    bars = StageBars()
+    with _opened(store, db_dir, create=True) as graph:
+        try:
+            report = run_build(list(paths), graph, model, progress=bars)
+        finally:
+            bars.close()
+        info = graph.embedder_info()
+    if fmt == "json":
+        click.echo(json.dumps(asdict(report) | {"db": str(db_dir), "embedder": asdict(info) if info else None}))
+        return
+    click.echo(f"built PKG in {db_dir} ({store} store, {info.name if info else '?'}, {info.dim if info else '?'} dims)")
+    click.echo(f"  files: {report.files}  rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}")
+    click.echo(f"  nodes: {report.nodes}  relationships: {report.edges}")
+    click.echo(f"  texts embedded: {report.texts_embedded}  from cache: {report.texts_from_cache}")
+    if report.skipped:
+        click.echo(f"  skipped: {len(report.skipped)}")
+        for item in report.skipped[:10]:
+            click.echo(f"    {item.path}: {item.reason}")
+        if len(report.skipped) > 10:
+            click.echo(f"    … and {len(report.skipped) - 10} more (use --format json for all)")
+    if report.issues:
+        click.echo(f"  left out as unparsable: {len(report.issues)}")
+        for issue in report.issues[:10]:
+            where = issue.source if issue.row is None else f"{issue.source}#row{issue.row}"
+            click.echo(f"    {where}:{issue.line}: {issue.message}")
+        if len(report.issues) > 10:
+            click.echo(f"    … and {len(report.issues) - 10} more (use --format json for all)")
+    click.echo(f"  seconds: {report.seconds:.1f}")
+
+
+def _query_embedder(graph: GraphStore, spec: str | None, cache_dir: Path) -> Embedder:
+    info = graph.embedder_info()
+    if info is None:
+        raise PkgError("the database is empty; run `pkg build` first")
+    return make_embedder(spec or info.name, cache_dir)
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--mode", type=click.Choice(["func", "block"]), default="func", show_default=True,
+              help="func: whole functions (IMPL); block: nested blocks (BLOCK).")
+@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Number of results.")
+@click.option("--no-prune", is_flag=True, help="Return retrieved code as is, without pruning.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "prompt"]), default="text", show_default=True,
+              help="text: readable results; json: results and prompt; prompt: the augmented prompt only.")
+@click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
+@_db_option
+@_cache_option
+def query(text: str, mode: str, k: int, no_prune: bool, fmt: str, embedder: str | None,
+          db_dir: Path, store: str, cache_dir: Path) -> None:
+    """Retrieve context for TEXT (a task description or code) from the PKG."""
+    from retrieval.search import retrieve
+
+    with _opened(store, db_dir) as graph:
+        answer = retrieve(graph, _query_embedder(graph, embedder, cache_dir), text, mode, k, not no_prune)
+    if fmt == "json":
+        keys = ("id", "kind", "name", "path", "row", "lines", "score", "text", "pruned_text")
+        results = [{key: getattr(r, key) for key in keys} for r in answer.results]
+        click.echo(json.dumps({"results": results, "prompt": answer.prompt}, indent=2))
+    elif fmt == "prompt":
+        click.echo(answer.prompt)
+    else:
+        for rank, r in enumerate(answer.results, start=1):
+            where = r.path if r.row is None else f"{r.path}#row{r.row}"
+            pruned = "" if r.pruned_text == r.text else "  (pruned)"
+            click.echo(f"{rank}. {r.name}  [{r.kind} {r.score:.3f}]  {where}:{r.lines[0]}-{r.lines[1]}{pruned}")
+            click.echo(r.pruned_text.rstrip() + "\n")
+
+
+@cli.command()
+@_db_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def stats(db_dir: Path, store: str, fmt: str) -> None:
+    """Node counts per label, relationship counts per type, and the embedder of the PKG."""
+    with _opened(store, db_dir) as graph:
+        counts = graph.counts()
+        info = graph.embedder_info()
+    data = {
+        "nodes": counts.nodes,
+        "relationships": counts.relationships,
+        "embedder": info.name if info else None,
+        "dims": info.dim if info else None,
+    }
+    if fmt == "json":
+        click.echo(json.dumps(data))
+        return
+    click.echo(f"embedder: {data['embedder']} ({data['dims']} dims)")
+    for title, table in (("nodes", counts.nodes), ("relationships", counts.relationships)):
+        click.echo(f"{title}:")
+        for key, value in table.items():
+            click.echo(f"  {key:<10} {value}")
+
+
+def main() -> None:
+    """Entry point: run the CLI, turning every expected failure into one line and an exit code."""
+    try:
+        code = cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("pkg: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"pkg: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except PkgError as exc:
+        click.echo(f"pkg: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("pkg: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,33 @@
+"""Typed exceptions raised by the library; only the CLI turns them into messages."""
+
+
+class PkgError(Exception):
+    """Base class of every error PKG raises on purpose."""
+
+
+class ConfigError(PkgError):
+    """A setting, flag or specification is invalid."""
+
+
+class CorpusError(PkgError):
+    """The corpus given to a build is missing, unreadable or empty."""
+
+
+class EmbedderError(PkgError):
+    """An embedder cannot be loaded or fails to embed."""
+
+
+class StoreError(PkgError):
+    """A graph store cannot be opened, read or written."""
+
+
+class StoreNotFoundError(StoreError):
+    """No database exists where one was expected."""
+
+
+class StoreUnavailableError(StoreError):
+    """A database server cannot be reached or refuses the credentials."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The database was built with another embedder or dimension than the one in use."""

@@ -1,0 +1,64 @@
+"""The graph model: node labels, relationship types, nodes, edges and content-addressed ids."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+
+class Label(StrEnum):
+    """Node labels. Every label here except the structural ones carries an embedding."""
+
+    NAME = "NAME"
+    IMPL = "IMPL"
+    BLOCK = "BLOCK"
+
+
+class Rel(StrEnum):
+    """Relationship types."""
+
+    HAS_IMPL = "HAS_IMPL"  # NAME -> IMPL
+    HAS_BLOCK = "HAS_BLOCK"  # IMPL -> each top-level block of its body
+    PARENT = "PARENT"  # BLOCK -> each directly nested BLOCK
+
+
+EMBEDDED_LABELS: tuple[Label, ...] = (Label.NAME, Label.IMPL, Label.BLOCK)
+
+
+def content_id(*parts: object) -> str:
+    """A stable id derived from the given parts (same content, same id)."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8"))
+    return digest.hexdigest()[:32]
+
+
+def text_hash(text: str) -> str:
+    """Hex sha256 of a text, the key of embedding caches."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """A node with its properties and, once embedded, its unit vector."""
+
+    id: str
+    label: Label
+    props: dict[str, Any]
+    vector: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def embed_text(self) -> str:
+        """What the node is embedded by: a NAME by its name, code nodes by their code."""
+        return str(self.props["name"] if self.label is Label.NAME else self.props["text"])
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A directed relationship between two node ids."""
+
+    src: str
+    type: Rel
+    dst: str

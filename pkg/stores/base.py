@@ -1,0 +1,122 @@
+"""The graph-store protocol that the embedded store and the Neo4j store both implement."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pkg.errors import EmbedderMismatchError
+from pkg.graph import Edge, Label, Node
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """Which embedder built a database, and the dimension of its vectors."""
+
+    name: str
+    dim: int
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A node found by vector search, with its cosine similarity to the query."""
+
+    id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """The function a retrieved node belongs to."""
+
+    name_id: str
+    impl_id: str
+    name: str
+    source: str
+    row: int | None
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """A directly nested block of a node: its id and line span (source coordinates)."""
+
+    id: str
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """A code node (IMPL or BLOCK) with what pruning and projection need, fetched in one go."""
+
+    id: str
+    label: Label
+    text: str
+    start_line: int
+    end_line: int
+    function: FunctionRef
+    children: tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class GraphCounts:
+    """Node counts per label and relationship counts per type."""
+
+    nodes: dict[str, int]
+    relationships: dict[str, int]
+
+
+class GraphStore(ABC):
+    """Persistent PKG storage: nodes with vectors, edges, exact or indexed top-k per label."""
+
+    @abstractmethod
+    def embedder_info(self) -> EmbedderInfo | None:
+        """The embedder that built this database, or None if it is empty."""
+
+    @abstractmethod
+    def _record_embedder(self, info: EmbedderInfo) -> None:
+        """Remember the embedder on first write."""
+
+    @abstractmethod
+    def write(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
+        """Insert or replace nodes (with their vectors) and edges; idempotent on ids."""
+
+    @abstractmethod
+    def search(self, label: Label, query: np.ndarray, k: int) -> list[Hit]:
+        """The k nodes of a label most similar to a unit query vector, best first."""
+
+    @abstractmethod
+    def contexts(self, ids: Sequence[str]) -> list[NodeContext]:
+        """Contexts of code nodes, in the order of ids (unknown ids are skipped)."""
+
+    @abstractmethod
+    def counts(self) -> GraphCounts:
+        """Node and relationship counts."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections and files."""
+
+    def check_embedder(self, info: EmbedderInfo, record: bool = False) -> None:
+        """Refuse an embedder other than the one that built the database; record it on first use."""
+        stored = self.embedder_info()
+        if stored is None:
+            if record:
+                self._record_embedder(info)
+            return
+        if stored != info:
+            raise EmbedderMismatchError(
+                f"this database was built with {stored.name} ({stored.dim} dims), "
+                f"not {info.name} ({info.dim} dims); use --embedder {stored.name} or a new database"
+            )
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Retrieval: vector search per node kind, projection to functions, pruning, prompt assembly."""

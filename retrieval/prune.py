@@ -1,0 +1,64 @@
+"""Pruning a retrieved node's block subtree (PKG paper, eq. 6-7), always yielding valid code.
+
+Each direct child branch of the node is a candidate for removal; the remaining texts, and the
+unpruned text itself, are embedded in one batch and the one most similar to the query wins.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import numpy as np
+
+from pkg.embedders import Embedder
+from pkg.stores.base import NodeContext, Span
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """The outcome of pruning one node."""
+
+    text: str
+    removed: Span | None  # the child branch dropped, or None when the unpruned text scored best
+    score: float  # cosine similarity of `text` to the query
+    unpruned_score: float
+
+
+def parses(code: str) -> bool:
+    """Whether the code is syntactically valid Python."""
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def without_branch(text: str, first_line: int, branch: Span) -> str | None:
+    """The text with the branch's lines removed; an emptied suite gets `pass`. None if no valid
+    result exists (then the branch is not a candidate)."""
+    lines = text.split("\n")
+    start, end = branch.start_line - first_line, branch.end_line - first_line
+    if start <= 0 or end >= len(lines) or start > end:
+        return None
+    head, tail = lines[:start], lines[end + 1 :]
+    candidate = "\n".join(head + tail)
+    if parses(candidate):
+        return candidate
+    line = lines[start]
+    indent = line[: len(line) - len(line.lstrip())]
+    candidate = "\n".join([*head, f"{indent}pass", *tail])
+    return candidate if parses(candidate) else None
+
+
+def prune(context: NodeContext, query: np.ndarray, embedder: Embedder) -> Pruned:
+    """Drop the child branch whose removal makes the code most similar to the query, if any does."""
+    candidates: list[tuple[str, Span | None]] = [(context.text, None)]
+    for child in context.children:
+        remaining = without_branch(context.text, context.start_line, child)
+        if remaining is not None:
+            candidates.append((remaining, child))
+    scores = embedder.embed_documents([text for text, _ in candidates]) @ np.asarray(query, dtype=np.float32)
+    best = int(np.argmax(scores))  # ties keep the earliest, i.e. the unpruned text
+    text, removed = candidates[best]
+    return Pruned(text, removed, float(scores[best]), float(scores[0]))

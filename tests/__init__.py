@@ -1,0 +1,1 @@
+"""PKG test suite."""

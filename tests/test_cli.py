@@ -1,0 +1,136 @@
+"""The `pkg` command end to end on real files with the real default model."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, STDLIB_SLICE, run_cli
+
+CORPUS = FIXTURES / "corpus"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
+    db = tmp_path_factory.mktemp("db")
+    done = run_cli("build", str(CORPUS), "--db", str(db), "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    # shapes.py: __init__, area, fibonacci, read_lines, fetch_all; alpaca.jsonl: is_prime, reverse_words
+    assert (report["files"], report["rows"], report["functions"]) == (2, 2, 7)
+    # __init__: if; fibonacci: for; read_lines: with>for>if; fetch_all: async for>try; is_prime: if, for>if
+    assert report["blocks"] == 10
+    assert report["embedder"] == {"name": "st:all-MiniLM-L6-v2", "dim": 384}
+    return db
+
+
+def _stats(db: Path) -> dict:
+    done = run_cli("stats", "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_stats_counts_nodes_and_relationships(built: Path) -> None:
+    stats = _stats(built)
+    assert stats["nodes"] == {"BLOCK": 10, "IMPL": 7, "NAME": 7}
+    assert stats["relationships"] == {"HAS_BLOCK": 6, "HAS_IMPL": 7, "PARENT": 4}
+    assert (stats["embedder"], stats["dims"]) == ("st:all-MiniLM-L6-v2", 384)
+
+
+def test_rebuild_is_idempotent_and_uses_the_cache(built: Path, env: dict[str, str]) -> None:
+    before = _stats(built)
+    done = run_cli("build", str(CORPUS), "--db", str(built), "--format", "json", env_extra=env)
+    report = json.loads(done.stdout)
+    assert report["texts_embedded"] == 0 and report["texts_from_cache"] > 0
+    assert _stats(built) == before
+
+
+def test_query_json_projects_hits_to_functions(built: Path, env: dict[str, str]) -> None:
+    done = run_cli("query", "check if an integer is a prime number", "--db", str(built), "-k", "2",
+                   "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    top = answer["results"][0]
+    assert set(top) >= {"id", "kind", "name", "path", "score", "text", "pruned_text"}
+    assert (top["kind"], top["name"], top["row"]) == ("IMPL", "is_prime", 1)
+    assert top["path"].endswith("alpaca.jsonl")
+    assert answer["results"][0]["score"] >= answer["results"][1]["score"]
+    assert "<context>" in answer["prompt"] and "def is_prime" in answer["prompt"]
+    assert answer["prompt"].startswith("check if an integer is a prime number")
+
+
+def test_block_mode_returns_blocks_of_the_right_function(built: Path, env: dict[str, str]) -> None:
+    done = run_cli("query", "async for response in stream, append json", "--mode", "block", "-k", "1",
+                   "--db", str(built), "--format", "json", env_extra=env)
+    top = json.loads(done.stdout)["results"][0]
+    assert (top["kind"], top["name"]) == ("BLOCK", "fetch_all")
+    assert top["text"].startswith("async for response in client.stream(urls):")
+
+
+def test_text_and_prompt_formats(built: Path, env: dict[str, str]) -> None:
+    text = run_cli("query", "area of a circle", "--db", str(built), "-k", "1", env_extra=env)
+    assert text.returncode == 0 and text.stdout.startswith("1. Circle.area  [IMPL ")
+    prompt = run_cli("query", "area of a circle", "--db", str(built), "-k", "1", "--format", "prompt",
+                     env_extra=env)
+    assert prompt.stdout.startswith("area of a circle\n") and "def area(self):" in prompt.stdout
+
+
+def test_build_on_a_standard_library_slice(tmp_path: Path, env: dict[str, str]) -> None:
+    files = [f for p in STDLIB_SLICE for f in ([p] if p.is_file() else sorted(p.rglob("*.py")))]
+    expected = sum(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for f in files for n in ast.walk(ast.parse(f.read_text()))
+    )
+    done = run_cli("build", *map(str, STDLIB_SLICE), "--db", str(tmp_path), "--format", "json", env_extra=env)
+    report = json.loads(done.stdout)
+    assert (report["files"], report["functions"], report["skipped"]) == (len(files), expected, [])
+    assert report["blocks"] > report["functions"]
+    done = run_cli("query", "push an item onto a heap", "--db", str(tmp_path), "-k", "3", "--format", "json",
+                   env_extra=env)
+    names = [r["name"] for r in json.loads(done.stdout)["results"]]
+    assert "heappush" in names
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["build", "/no/such/path"], "no such file or directory"),
+        (["build", str(FIXTURES / "corpus" / "pkgdemo" / "__init__.py")], "no such file"),
+        (["query", "x", "--mode", "nope"], "Invalid value for '--mode'"),
+        (["query", "x", "-k", "0"], "Invalid value for '-k'"),
+        (["build", str(CORPUS), "--embedder", "word2vec"], "unknown embedder"),
+        (["frobnicate"], "No such command"),
+    ],
+)
+def test_user_mistakes_give_one_line_and_non_zero_exit(args: list[str], message: str, tmp_path: Path) -> None:
+    done = run_cli(*args, "--db", str(tmp_path / "db"))
+    assert done.returncode != 0
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_no_database_and_empty_corpus(tmp_path: Path, env: dict[str, str]) -> None:
+    done = run_cli("query", "anything", "--db", str(tmp_path / "none"), env_extra=env)
+    assert done.returncode == 1 and done.stderr.strip() == f"pkg: no PKG database in {tmp_path / 'none'}; run `pkg build` first"
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "consts.py").write_text("X = 1\n")
+    done = run_cli("build", str(tmp_path / "empty"), "--db", str(tmp_path / "db"), env_extra=env)
+    assert done.returncode == 1 and "no functions found" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "db" / "pkg.sqlite").exists() or "Traceback" not in done.stderr
+
+
+def test_syntax_errors_are_reported_and_good_functions_kept(tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "mixed.py").write_text("def good():\n    return 1\n\ndef bad(:\n    pass\n\ndef fine(x):\n    return x\n")
+    done = run_cli("build", str(tmp_path / "src"), "--db", str(tmp_path / "db"), "--format", "json", env_extra=env)
+    report = json.loads(done.stdout)
+    assert report["functions"] == 2 and len(report["issues"]) >= 1
+    assert report["issues"][0]["line"] == 4

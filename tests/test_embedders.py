@@ -1,0 +1,175 @@
+"""Embedders on real components: the packaged MiniLM model, the cache on disk, Voyage against a
+local HTTP server that speaks the API's wire format."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pkg.embedders import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
+from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.embedders.voyage import VoyageEmbedder
+from pkg.errors import ConfigError, EmbedderError
+
+
+def test_minilm_loads_offline_and_gives_unit_vectors(minilm: SentenceTransformerEmbedder) -> None:
+    vectors = minilm.embed_documents(["def add(a, b):\n    return a + b", "for x in items:\n    print(x)"])
+    assert minilm.name == "st:all-MiniLM-L6-v2" and minilm.dim == 384
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+
+
+def test_minilm_ranks_related_code_first(minilm: SentenceTransformerEmbedder) -> None:
+    docs = [
+        "def sort_numbers(values):\n    return sorted(values)",
+        "def fetch_page(url):\n    import urllib.request\n    return urllib.request.urlopen(url).read()",
+        "def read_config(path):\n    import json\n    with open(path) as f:\n        return json.load(f)",
+    ]
+    scores = minilm.embed_documents(docs) @ minilm.embed_query("download a web page from a url")
+    assert int(np.argmax(scores)) == 1
+    scores = minilm.embed_documents(docs) @ minilm.embed_query("sort a list of numbers in ascending order")
+    assert int(np.argmax(scores)) == 0
+
+
+class CountingEmbedder(Embedder):
+    """A real embedder that counts the texts it is asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.calls = inner, inner.name, 0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += len(texts)
+        return self.inner.embed_documents(texts)
+
+
+def test_cache_never_embeds_the_same_text_twice(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    counting = CountingEmbedder(minilm)
+    path = tmp_path / "embeddings.sqlite"
+    first = CachedEmbedder(counting, EmbeddingCache(path))
+    texts = ["def a(): pass", "def b(): pass", "def a(): pass"]
+    v1 = first.embed_documents(texts)
+    assert counting.calls == 2  # the duplicate is embedded once
+    second = CachedEmbedder(counting, EmbeddingCache(path))  # a new process would reopen the file like this
+    v2 = second.embed_documents(texts + ["def c(): pass"])
+    assert counting.calls == 3 and second.hits == 3 and second.misses == 1
+    np.testing.assert_array_equal(v1, v2[:3])
+    assert second.dim == 384
+
+
+def test_cache_keys_by_model(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    CachedEmbedder(minilm, cache).embed_documents(["x = 1"])
+    assert cache.get_many("st:other-model", "document", ["irrelevant"]) == {}
+    assert cache.dim("st:other-model") is None and cache.dim(minilm.name) == 384
+
+
+def test_unknown_embedder_spec_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        make_embedder("word2vec", tmp_path)
+    with pytest.raises(ConfigError, match="needs a model"):
+        make_embedder("st", tmp_path)
+
+
+def test_missing_local_model_is_an_embedder_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError, match="cannot load"):
+        SentenceTransformerEmbedder(str(tmp_path / "no-such-model")).embed_documents(["x"])
+
+
+# -- Voyage against a local stub of its HTTP API ---------------------------------------------------
+
+
+class VoyageStub(BaseHTTPRequestHandler):
+    """Answers POST /v1/embeddings like the Voyage API (base64 float32 by default)."""
+
+    requests: list[dict] = []
+    status = 200
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        VoyageStub.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
+        if VoyageStub.status != 200:
+            self._reply(VoyageStub.status, {"detail": "Provided API key is invalid."})
+            return
+        data = []
+        for index, text in enumerate(body["input"]):
+            vector = np.zeros(1024, dtype=np.float32)
+            vector[len(text) % 1024] = 3.0  # deterministic and distinguishable
+            vector[1023] = 4.0 if body["input_type"] == "query" else 0.0
+            encoded = (
+                base64.b64encode(vector.tobytes()).decode()
+                if body.get("encoding_format") == "base64"
+                else vector.tolist()
+            )
+            data.append({"object": "embedding", "embedding": encoded, "index": index})
+        self._reply(200, {"object": "list", "data": data, "model": body["model"], "usage": {"total_tokens": 7}})
+
+    def _reply(self, status: int, payload: dict) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:
+        """Keep test output quiet."""
+
+
+@pytest.fixture()
+def voyage_url() -> Iterator[str]:
+    VoyageStub.requests, VoyageStub.status = [], 200
+    server = ThreadingHTTPServer(("127.0.0.1", 0), VoyageStub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_voyage_client_speaks_the_api(voyage_url: str) -> None:
+    embedder = VoyageEmbedder(api_key="pa-test-key", base_url=voyage_url, max_retries=0)
+    texts = [f"def f{i}(): return {'x' * i}" for i in range(70)]  # more than one request's worth
+    vectors = embedder.embed_documents(texts)
+    query = embedder.embed_query("find f")
+    assert embedder.name == "voyage:voyage-code-3" and embedder.dim == 1024
+    assert vectors.shape == (70, 1024) and query.shape == (1024,)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-6)
+    assert int(np.argmax(vectors[5])) == len(texts[5]) % 1024
+    sent = VoyageStub.requests
+    assert [len(r["input"]) for r in sent] == [64, 6, 1]
+    assert {r["path"] for r in sent} == {"/v1/embeddings"}
+    assert {r["auth"] for r in sent} == {"Bearer pa-test-key"}
+    assert [r["input_type"] for r in sent] == ["document", "document", "query"]
+    assert {r["model"] for r in sent} == {"voyage-code-3"}
+
+
+def test_voyage_errors_are_embedder_errors(voyage_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    VoyageStub.status = 401
+    with pytest.raises(EmbedderError, match="Voyage request failed"):
+        VoyageEmbedder(api_key="pa-bad", base_url=voyage_url, max_retries=0).embed_documents(["x"])
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    with pytest.raises(EmbedderError, match="VOYAGE_API_KEY"):
+        VoyageEmbedder()
+
+
+def test_voyage_behind_the_cache_keeps_queries_apart(voyage_url: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test-key")
+    monkeypatch.setenv("VOYAGE_BASE_URL", voyage_url)
+    embedder = make_embedder("voyage", tmp_path)
+    document = embedder.embed_documents(["same text"])[0]
+    query = embedder.embed_query("same text")
+    assert not np.allclose(document, query)  # query vectors are cached under their own input type
+    embedder.embed_query("same text")
+    assert len(VoyageStub.requests) == 2
