@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from ingest.graph_builder import UnitGraph, unit_graph
+from ingest.graph_builder import UnitGraph, branch_spans, unit_graph
 from ingest.python_parser import extract_python
 from ingest.sources import Skipped, discover, read_units
 from pkg.embedders import CachedEmbedder, Embedder
 from pkg.errors import CorpusError
-from pkg.graph import Edge, Node
+from pkg.graph import Label, Node
 from pkg.stores.base import EmbedderInfo, GraphStore
+from retrieval.prune import branch_variants
 
 #: progress(stage, done, total): called as work advances; stages are "parse", "embed", "write".
 Progress = Callable[[str, int, int], None]
@@ -43,6 +44,7 @@ class BuildReport:
     blocks: int = 0
     nodes: int = 0
     edges: int = 0
+    pruning_variants: int = 0
     texts_embedded: int = 0
     texts_from_cache: int = 0
     skipped: list[Skipped] = field(default_factory=list)
@@ -54,8 +56,22 @@ def _no_progress(stage: str, done: int, total: int) -> None:
     """Default progress sink: ignore."""
 
 
-def parse_corpus(paths: Sequence[Path], report: BuildReport, progress: Progress) -> list[UnitGraph]:
-    """Discover and parse every source under the paths into per-unit graphs."""
+@dataclass
+class ParsedCorpus:
+    """A corpus parsed into per-unit graphs, not yet embedded or stored."""
+
+    units: list[UnitGraph]
+    report: BuildReport
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [n for g in self.units for n in g.nodes]
+
+
+def parse_corpus(paths: Sequence[Path], progress: Progress = _no_progress) -> ParsedCorpus:
+    """Discover and parse every source under the paths; raises CorpusError if no function is found."""
+    started = time.perf_counter()
+    report = BuildReport()
     files, skipped = discover(paths)
     report.skipped.extend(skipped)
     graphs: list[UnitGraph] = []
@@ -70,23 +86,89 @@ def parse_corpus(paths: Sequence[Path], report: BuildReport, progress: Progress)
                 rows.add((unit.source, unit.row))
             extraction = extract_python(unit.text)
             report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
-            graph = unit_graph(unit, extraction.functions)
+            graphs.append(unit_graph(unit, extraction.functions))
             report.functions += len(extraction.functions)
-            graphs.append(graph)
         progress("parse", done, len(files))
+    corpus = ParsedCorpus([g for g in graphs if g.nodes], report)
+    if not corpus.units:
+        raise CorpusError(f"no functions found in {', '.join(str(p) for p in paths)}")
     report.rows = len(rows)
-    return graphs
+    report.blocks = sum(1 for n in corpus.nodes if n.label is Label.BLOCK)
+    report.seconds = time.perf_counter() - started
+    return corpus
 
 
-def embed_nodes(nodes: list[Node], embedder: Embedder, progress: Progress) -> list[Node]:
-    """Return the nodes with their vectors; each distinct text is embedded once."""
-    texts = list(dict.fromkeys(n.embed_text for n in nodes))
+def embed_texts(texts: list[str], embedder: Embedder, progress: Progress) -> dict[str, np.ndarray]:
+    """Vectors of the distinct texts, embedded in batches."""
+    distinct = list(dict.fromkeys(texts))
     vectors: dict[str, np.ndarray] = {}
-    for start in range(0, len(texts), EMBED_BATCH):
-        chunk = texts[start : start + EMBED_BATCH]
+    for start in range(0, len(distinct), EMBED_BATCH):
+        chunk = distinct[start : start + EMBED_BATCH]
         vectors.update(zip(chunk, embedder.embed_documents(chunk)))
-        progress("embed", min(start + EMBED_BATCH, len(texts)), len(texts))
-    return [replace(n, vector=vectors[n.embed_text]) for n in nodes]
+        progress("embed", min(start + EMBED_BATCH, len(distinct)), len(distinct))
+    return vectors
+
+
+def _write_batches(units: list[UnitGraph]) -> Iterator[UnitGraph]:
+    """Whole units grouped into batches of about WRITE_BATCH nodes, so every write is self-contained."""
+    batch = UnitGraph()
+    for unit in units:
+        batch.nodes.extend(unit.nodes)
+        batch.edges.extend(unit.edges)
+        if len(batch.nodes) >= WRITE_BATCH:
+            yield batch
+            batch = UnitGraph()
+    if batch.nodes:
+        yield batch
+
+
+def pruning_variants(units: list[UnitGraph]) -> list[str]:
+    """Every text that pruning can produce (one child branch removed) for the code nodes of the units."""
+    variants = []
+    for unit in units:
+        spans = branch_spans(unit)
+        for node in unit.nodes:
+            if node.id in spans:
+                found = branch_variants(node.props["text"], node.props["start_line"], spans[node.id])
+                variants.extend(text for text, _ in found)
+    return variants
+
+
+def load(
+    corpus: ParsedCorpus,
+    store: GraphStore,
+    embedder: Embedder,
+    progress: Progress = _no_progress,
+    prepare_pruning: bool = True,
+) -> BuildReport:
+    """Embed a parsed corpus and write it to the store, whole units per write (each one transaction).
+
+    With `prepare_pruning`, the texts pruning can produce are embedded too: behind the embedding
+    cache, query-time pruning then needs no model call."""
+    started = time.perf_counter()
+    report = corpus.report
+    store.check_embedder(EmbedderInfo(embedder.name, embedder.dim), record=True)
+    cached = isinstance(embedder, CachedEmbedder)
+    hits, misses = (embedder.hits, embedder.misses) if cached else (0, 0)
+    texts = [n.embed_text for n in corpus.nodes]
+    if prepare_pruning:
+        variants = pruning_variants(corpus.units)
+        report.pruning_variants = len(variants)
+        texts += variants
+    vectors = embed_texts(texts, embedder, progress)
+    if cached:
+        report.texts_from_cache = embedder.hits - hits
+        report.texts_embedded = embedder.misses - misses
+    else:
+        report.texts_embedded = len(vectors)
+    total = len(corpus.nodes)
+    for batch in _write_batches(corpus.units):
+        store.write([replace(n, vector=vectors[n.embed_text]) for n in batch.nodes], batch.edges)
+        report.nodes += len(batch.nodes)
+        report.edges += len(batch.edges)
+        progress("write", report.nodes, total)
+    report.seconds += time.perf_counter() - started
+    return report
 
 
 def build(
@@ -94,31 +176,7 @@ def build(
     store: GraphStore,
     embedder: Embedder,
     progress: Progress = _no_progress,
+    prepare_pruning: bool = True,
 ) -> BuildReport:
     """Build (or extend) a PKG in the store from the code under the paths."""
-    started = time.perf_counter()
-    report = BuildReport()
-    graphs = parse_corpus(paths, report, progress)
-    nodes: list[Node] = [n for g in graphs for n in g.nodes]
-    edges: list[Edge] = [e for g in graphs for e in g.edges]
-    if not nodes:
-        raise CorpusError(f"no functions found in {', '.join(str(p) for p in paths)}")
-    report.blocks = sum(1 for n in nodes if n.label == "BLOCK")
-    store.check_embedder(EmbedderInfo(embedder.name, embedder.dim), record=True)
-    cached = isinstance(embedder, CachedEmbedder)
-    hits, misses = (embedder.hits, embedder.misses) if cached else (0, 0)
-    nodes = embed_nodes(nodes, embedder, progress)
-    if cached:
-        report.texts_from_cache = embedder.hits - hits
-        report.texts_embedded = embedder.misses - misses
-    else:
-        report.texts_embedded = len({n.embed_text for n in nodes})
-    for start in range(0, len(nodes), WRITE_BATCH):
-        store.write(nodes[start : start + WRITE_BATCH], [])
-        progress("write", min(start + WRITE_BATCH, len(nodes)), len(nodes) + len(edges))
-    for start in range(0, len(edges), WRITE_BATCH):
-        store.write([], edges[start : start + WRITE_BATCH])
-        progress("write", len(nodes) + min(start + WRITE_BATCH, len(edges)), len(nodes) + len(edges))
-    report.nodes, report.edges = len(nodes), len(edges)
-    report.seconds = time.perf_counter() - started
-    return report
+    return load(parse_corpus(paths, progress), store, embedder, progress, prepare_pruning)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ingest.functions import Block, Function
 from ingest.sources import SourceUnit
 from pkg.graph import Edge, Label, Node, Rel, content_id, text_hash
+from pkg.stores.base import Span
 
 
 @dataclass
@@ -70,3 +71,13 @@ def unit_graph(unit: SourceUnit, functions: tuple[Function, ...]) -> UnitGraph:
         for block_id in _block_nodes(impl_id, fn.blocks, (), graph):
             graph.edges.append(Edge(impl_id, Rel.HAS_BLOCK, block_id))
     return graph
+
+
+def branch_spans(unit: UnitGraph) -> dict[str, list[Span]]:
+    """For each IMPL or BLOCK node of a unit, the spans of its direct child blocks, in line order."""
+    spans = {n.id: Span(n.id, n.props["start_line"], n.props["end_line"]) for n in unit.nodes if n.label is Label.BLOCK}
+    children: dict[str, list[Span]] = {}
+    for edge in unit.edges:
+        if edge.type in (Rel.HAS_BLOCK, Rel.PARENT):
+            children.setdefault(edge.src, []).append(spans[edge.dst])
+    return {node_id: sorted(found, key=lambda s: s.start_line) for node_id, found in children.items()}

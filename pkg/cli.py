@@ -104,27 +104,32 @@ def cli() -> None:
 @_db_option
 @_cache_option
 @click.option("--embedder", default=DEFAULT_SPEC, show_default=True, help=f"Embedding model: {SPEC_HELP}.")
+@click.option("--prepare-pruning/--no-prepare-pruning", default=True, show_default=True,
+              help="Also embed every text pruning can produce, so queries prune without model calls.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, embedder: str, fmt: str) -> None:
+def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, embedder: str,
+          prepare_pruning: bool, fmt: str) -> None:
     """Build or extend a PKG from PATHS: Python files, directories (walked recursively) and JSONL
     files of instruction/input/output rows with ```python fences."""
-    from ingest.build import build as run_build
+    from ingest.build import load, parse_corpus
 
     model = make_embedder(embedder, cache_dir)
     bars = StageBars()
-    with _opened(store, db_dir, create=True) as graph:
-        try:
-            report = run_build(list(paths), graph, model, progress=bars)
-        finally:
-            bars.close()
-        info = graph.embedder_info()
+    try:
+        corpus = parse_corpus(list(paths), progress=bars)
+        with _opened(store, db_dir, create=True) as graph:
+            report = load(corpus, graph, model, progress=bars, prepare_pruning=prepare_pruning)
+            info = graph.embedder_info()
+    finally:
+        bars.close()
     if fmt == "json":
         click.echo(json.dumps(asdict(report) | {"db": str(db_dir), "embedder": asdict(info) if info else None}))
         return
     click.echo(f"built PKG in {db_dir} ({store} store, {info.name if info else '?'}, {info.dim if info else '?'} dims)")
     click.echo(f"  files: {report.files}  rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}")
     click.echo(f"  nodes: {report.nodes}  relationships: {report.edges}")
-    click.echo(f"  texts embedded: {report.texts_embedded}  from cache: {report.texts_from_cache}")
+    click.echo(f"  texts embedded: {report.texts_embedded}  from cache: {report.texts_from_cache}"
+               f"  (incl. {report.pruning_variants} pruning variants)")
     if report.skipped:
         click.echo(f"  skipped: {len(report.skipped)}")
         for item in report.skipped[:10]:

@@ -7,6 +7,7 @@ unpruned text itself, are embedded in one batch and the one most similar to the 
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,13 +52,21 @@ def without_branch(text: str, first_line: int, branch: Span) -> str | None:
     return candidate if parses(candidate) else None
 
 
+def branch_variants(text: str, first_line: int, children: Sequence[Span]) -> list[tuple[str, Span]]:
+    """The valid texts left by removing each child branch in turn. They do not depend on the query,
+    so a build can embed them ahead of time and pruning then costs only dot products."""
+    variants = []
+    for child in children:
+        remaining = without_branch(text, first_line, child)
+        if remaining is not None:
+            variants.append((remaining, child))
+    return variants
+
+
 def prune(context: NodeContext, query: np.ndarray, embedder: Embedder) -> Pruned:
     """Drop the child branch whose removal makes the code most similar to the query, if any does."""
     candidates: list[tuple[str, Span | None]] = [(context.text, None)]
-    for child in context.children:
-        remaining = without_branch(context.text, context.start_line, child)
-        if remaining is not None:
-            candidates.append((remaining, child))
+    candidates += branch_variants(context.text, context.start_line, context.children)
     scores = embedder.embed_documents([text for text, _ in candidates]) @ np.asarray(query, dtype=np.float32)
     best = int(np.argmax(scores))  # ties keep the earliest, i.e. the unpruned text
     text, removed = candidates[best]

@@ -173,3 +173,11 @@ def test_voyage_behind_the_cache_keeps_queries_apart(voyage_url: str, tmp_path: 
     assert not np.allclose(document, query)  # query vectors are cached under their own input type
     embedder.embed_query("same text")
     assert len(VoyageStub.requests) == 2
+
+
+def test_any_sentence_transformers_model_by_path(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    from pkg.embedders.sentence_transformer import packaged_minilm_path
+
+    by_path = make_embedder(f"st:{packaged_minilm_path()}", None)
+    assert by_path.name == f"st:{packaged_minilm_path()}" and by_path.dim == 384
+    np.testing.assert_allclose(by_path.embed_documents(["x = 1"]), minilm.embed_documents(["x = 1"]), atol=1e-5)

@@ -30,7 +30,12 @@ class SentenceTransformerEmbedder(Embedder):
     """Embeds with a sentence-transformers model given by name or path; loads lazily, on CPU."""
 
     def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
-        self.name = f"st:{os.path.basename(model.rstrip('/')) or model}"
+        # A model on disk is named by its absolute path, a hub model by its name; either way the
+        # name is also a spec that loads the same model again.
+        if os.path.exists(model):
+            self.name = f"st:{os.path.abspath(model)}"
+        else:
+            self.name = f"st:{DEFAULT_MODEL if os.path.basename(model) == DEFAULT_MODEL else model}"
         self._model_ref = model
         self._batch_size = batch_size
         self._model: SentenceTransformer | None = None

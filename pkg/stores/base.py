@@ -84,7 +84,9 @@ class GraphStore(ABC):
 
     @abstractmethod
     def write(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
-        """Insert or replace nodes (with their vectors) and edges; idempotent on ids."""
+        """Insert or replace nodes (with their vectors) and edges in one transaction; idempotent on ids.
+
+        Edges may refer to nodes of the same call or of earlier ones."""
 
     @abstractmethod
     def search(self, label: Label, query: np.ndarray, k: int) -> list[Hit]:

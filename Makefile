@@ -1,0 +1,26 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STDLIB := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
+DEMO_DB := .pkg-demo
+DEMO_CORPUS := $(addprefix $(STDLIB)/,json email textwrap.py heapq.py bisect.py statistics.py difflib.py shlex.py)
+
+.PHONY: demo test
+
+$(BIN)/pkg: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+# Build a PKG from a slice of the standard library on the embedded store, then query it.
+demo: $(BIN)/pkg
+	$(BIN)/pkg build $(DEMO_CORPUS) --db $(DEMO_DB)
+	$(BIN)/pkg stats --db $(DEMO_DB)
+	$(BIN)/pkg query "split a shell command line into arguments, honouring quotes" --db $(DEMO_DB) -k 2
+	$(BIN)/pkg query "parse an email address into the real name and the address" --mode block --db $(DEMO_DB) -k 2
+
+# The whole test suite; it starts the Neo4j it needs itself (docker/neo4j-start.sh).
+test: $(BIN)/pkg
+	$(BIN)/pytest

@@ -1,0 +1,109 @@
+"""Benchmark of the walking skeleton on a standard-library slice (embedded store).
+
+Measures functions/s and blocks/s parsed, texts/s embedded, build time, and query latency
+p50/p95 (query embedding + top-k + pruning) in modes func and block. Writes JSON to bench/results/.
+
+    python bench/bench_embedded.py [--modules 120] [--queries 100] [--out bench/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import platform
+import sysconfig
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ingest.build import build
+from ingest.functions import iter_blocks
+from ingest.python_parser import extract_python
+from pkg.embedders import CachedEmbedder, EmbeddingCache
+from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.stores.embedded import EmbeddedStore
+from retrieval.search import retrieve
+
+
+def stdlib_files(count: int) -> list[Path]:
+    """The first `count` top-level standard-library modules that ast parses, sorted by name."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = []
+    for path in sorted(root.glob("*.py")):
+        try:
+            ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        files.append(path)
+    return files[:count]
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modules", type=int, default=120)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+
+    files = stdlib_files(args.modules)
+    sources = [f.read_text(encoding="utf-8") for f in files]
+    started = time.perf_counter()
+    extractions = [extract_python(s) for s in sources]
+    parse_s = time.perf_counter() - started
+    functions = [fn for e in extractions for fn in e.functions]
+    blocks = sum(1 for fn in functions for _ in iter_blocks(fn.blocks))
+
+    model = SentenceTransformerEmbedder()
+    model.embed_documents(["warm up"])
+    sample = [fn.text for fn in functions[:512]]
+    started = time.perf_counter()
+    model.embed_documents(sample)
+    embed_s = time.perf_counter() - started
+
+    with tempfile.TemporaryDirectory() as tmp:
+        embedder = CachedEmbedder(model, EmbeddingCache(Path(tmp) / "cache.sqlite"))
+        store = EmbeddedStore(Path(tmp) / "db", create=True)
+        started = time.perf_counter()
+        report = build(files, store, embedder)
+        build_s = time.perf_counter() - started
+        docstrings = [ast.get_docstring(ast.parse(fn.text).body[0]) for fn in functions]
+        queries = [d.strip().split("\n")[0] for d in docstrings if d and len(d.strip()) > 20][: args.queries]
+        latency: dict[str, list[float]] = {"func": [], "block": []}
+        for mode in latency:
+            for query in queries:
+                started = time.perf_counter()
+                retrieve(store, embedder, query, mode, k=1)
+                latency[mode].append((time.perf_counter() - started) * 1000)
+        store.close()
+
+    result = {
+        "benchmark": "embedded walking skeleton",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
+        "corpus": {"modules": len(files), "functions": len(functions), "blocks": blocks,
+                   "lines": sum(s.count("\n") for s in sources)},
+        "parse": {"seconds": parse_s, "functions_per_s": len(functions) / parse_s, "blocks_per_s": blocks / parse_s},
+        "embed": {"model": model.name, "texts": len(sample), "texts_per_s": len(sample) / embed_s},
+        "build": {"seconds": build_s, "nodes": report.nodes, "edges": report.edges,
+                  "texts_embedded": report.texts_embedded},
+        "query_ms": {
+            mode: {"queries": len(v), "p50": percentile(v, 50), "p95": percentile(v, 95)} for mode, v in latency.items()
+        },
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"embedded-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()

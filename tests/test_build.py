@@ -1,0 +1,58 @@
+"""The build pipeline on real code: ids are stable, writes are self-contained, pruning is prepared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.build import build, parse_corpus
+from pkg.embedders import CachedEmbedder
+from pkg.graph import Label
+from pkg.stores.embedded import EmbeddedStore
+from retrieval.search import retrieve
+from tests.conftest import FIXTURES, STDLIB_SLICE
+
+
+def test_same_corpus_same_ids() -> None:
+    first = {n.id for n in parse_corpus(STDLIB_SLICE).nodes}
+    second = {n.id for n in parse_corpus(STDLIB_SLICE).nodes}
+    assert first == second and len(first) == len(parse_corpus(STDLIB_SLICE).nodes)
+
+
+def test_prepared_pruning_needs_no_model_call_at_query_time(embedder: CachedEmbedder, tmp_path: Path) -> None:
+    with EmbeddedStore(tmp_path / "db", create=True) as store:
+        report = build(STDLIB_SLICE, store, embedder)
+        assert report.pruning_variants > report.functions
+        misses = embedder.misses
+        answer = retrieve(store, embedder, "pop the smallest item off the heap", "func", k=3)
+        assert embedder.misses == misses + 1  # only the query itself is embedded
+        assert "heappop" in [r.name for r in answer.results]
+
+
+def test_without_preparation_pruning_still_works(embedder: CachedEmbedder, tmp_path: Path) -> None:
+    with EmbeddedStore(tmp_path / "db", create=True) as store:
+        report = build([FIXTURES / "corpus"], store, embedder, prepare_pruning=False)
+        assert report.pruning_variants == 0
+        misses = embedder.misses
+        answer = retrieve(store, embedder, "read the non-empty lines of a file", "func", k=1)
+        assert answer.results[0].name == "read_lines"
+        assert embedder.misses > misses + 1  # the branch variants were embedded on demand
+
+
+def test_every_write_is_self_contained(
+    embedder: CachedEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Units are written whole, nodes with their edges, even when batches are tiny."""
+    monkeypatch.setattr("ingest.build.WRITE_BATCH", 7)
+    written: list[tuple[set[str], set[str]]] = []
+    with EmbeddedStore(tmp_path / "db", create=True) as store:
+        original = store.write
+        monkeypatch.setattr(
+            store, "write", lambda nodes, edges: (written.append(({n.id for n in nodes}, {e.dst for e in edges})), original(nodes, edges))
+        )
+        build(STDLIB_SLICE, store, embedder)
+        counts = store.counts()
+    assert len(written) == 8  # one write per file: each file of the slice has more than 7 nodes
+    assert all(targets <= ids for ids, targets in written)  # no edge points outside its own write
+    assert counts.nodes[Label.IMPL] == counts.nodes[Label.NAME] == counts.relationships["HAS_IMPL"]
