@@ -11,7 +11,7 @@ import numpy as np
 
 from ingest.graph_builder import UnitGraph, branch_spans, unit_graph
 from ingest.python_parser import extract_python
-from ingest.sources import Skipped, discover, read_units
+from ingest.sources import Skipped, discover, read_items
 from pkg.embedders import CachedEmbedder, Embedder
 from pkg.errors import CorpusError
 from pkg.graph import Label, Node
@@ -77,17 +77,18 @@ def parse_corpus(paths: Sequence[Path], progress: Progress = _no_progress) -> Pa
     graphs: list[UnitGraph] = []
     rows: set[tuple[str, int]] = set()
     for done, path in enumerate(files, start=1):
-        units, unit_skips = read_units(path)
-        report.skipped.extend(unit_skips)
-        if units or not unit_skips:
+        items, item_skips = read_items(path)
+        report.skipped.extend(item_skips)
+        if items or not item_skips:
             report.files += 1
-        for unit in units:
-            if unit.row is not None:
-                rows.add((unit.source, unit.row))
-            extraction = extract_python(unit.text)
-            report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
-            graphs.append(unit_graph(unit, extraction.functions))
-            report.functions += len(extraction.functions)
+        for item in items:
+            if item.row is not None:
+                rows.add((item.source, item.row))
+            for unit in item.units:
+                extraction = extract_python(unit.text)
+                report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
+                graphs.append(unit_graph(unit, extraction.functions))
+                report.functions += len(extraction.functions)
         progress("parse", done, len(files))
     corpus = ParsedCorpus([g for g in graphs if g.nodes], report)
     if not corpus.units:

@@ -33,6 +33,16 @@ class SourceUnit:
 
 
 @dataclass(frozen=True)
+class CorpusItem:
+    """One corpus item as a user sees it: a whole file, or one JSONL row, with its code units."""
+
+    source: str
+    row: int | None
+    text: str  # the file's text, or the row's fields joined by blank lines
+    units: tuple[SourceUnit, ...]
+
+
+@dataclass(frozen=True)
 class Skipped:
     """A file or row left out, and why."""
 
@@ -111,8 +121,8 @@ def _fences(text: str) -> Iterator[str]:
         yield match.group(2)
 
 
-def read_units(path: Path) -> tuple[list[SourceUnit], list[Skipped]]:
-    """Read one discovered file into source units; problems become Skipped entries."""
+def read_items(path: Path) -> tuple[list[CorpusItem], list[Skipped]]:
+    """Read one discovered file into corpus items; problems become Skipped entries."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             return [], [Skipped(str(path), f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")]
@@ -122,8 +132,9 @@ def read_units(path: Path) -> tuple[list[SourceUnit], list[Skipped]]:
     except ValueError as exc:
         return [], [Skipped(str(path), str(exc))]
     if path.suffix in CODE_SUFFIXES:
-        return [SourceUnit(str(path), CODE_SUFFIXES[path.suffix], text)], []
-    units: list[SourceUnit] = []
+        unit = SourceUnit(str(path), CODE_SUFFIXES[path.suffix], text)
+        return [CorpusItem(str(path), None, text, (unit,))], []
+    items: list[CorpusItem] = []
     skipped: list[Skipped] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -136,7 +147,9 @@ def read_units(path: Path) -> tuple[list[SourceUnit], list[Skipped]]:
         if not isinstance(row, dict):
             skipped.append(Skipped(f"{path}#row{number}", "row is not a JSON object"))
             continue
-        fields = "\n".join(str(row[f]) for f in ROW_FIELDS if isinstance(row.get(f), str))
-        for index, code in enumerate(_fences(fields)):
-            units.append(SourceUnit(str(path), "python", code, row=number, fence=index))
-    return units, skipped
+        fields = "\n\n".join(row[f].strip() for f in ROW_FIELDS if isinstance(row.get(f), str) and row[f].strip())
+        units = tuple(
+            SourceUnit(str(path), "python", code, row=number, fence=index) for index, code in enumerate(_fences(fields))
+        )
+        items.append(CorpusItem(str(path), number, fields, units))
+    return items, skipped

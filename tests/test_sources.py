@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.sources import discover, read_units
+from ingest.sources import discover, read_items
 from pkg.errors import CorpusError
 
 
@@ -40,10 +40,11 @@ def test_discover_walks_recursively_and_skips_what_it_should(tmp_path: Path) -> 
 
 def test_binary_and_encodings(tmp_path: Path) -> None:
     _tree(tmp_path)
-    units, skipped = read_units((tmp_path / "pkg" / "blob.py").resolve())
-    assert units == [] and skipped[0].reason == "binary file"
-    units, skipped = read_units((tmp_path / "pkg" / "latin.py").resolve())
-    assert skipped == [] and "return 'é'\n" in units[0].text and "\r" not in units[0].text
+    items, skipped = read_items((tmp_path / "pkg" / "blob.py").resolve())
+    assert items == [] and skipped[0].reason == "binary file"
+    items, skipped = read_items((tmp_path / "pkg" / "latin.py").resolve())
+    assert skipped == [] and "return 'é'\n" in items[0].text and "\r" not in items[0].text
+    assert items[0].row is None and [u.text for u in items[0].units] == [items[0].text]
 
 
 def test_explicit_files_and_duplicates(tmp_path: Path) -> None:
@@ -69,7 +70,11 @@ def test_jsonl_rows_every_fence_counts(tmp_path: Path) -> None:
     ]
     path = tmp_path / "alpaca.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n{not json\n[1, 2]\n")
-    units, skipped = read_units(path)
+    items, skipped = read_items(path)
+    assert [item.row for item in items] == [1, 2, 3]
+    assert items[0].text == "Add numbers\n\n```python\ndef add(a, b):\n    return a + b\n```"
+    assert items[2].text == "no code\n\njust text" and items[2].units == ()
+    units = [u for item in items for u in item.units]
     assert [(u.row, u.fence) for u in units] == [(1, 0), (2, 0), (2, 1), (2, 2)]
     assert "def two" in units[2].text and "def three" in units[3].text
     assert [s.reason.split(":")[0] for s in skipped] == ["invalid JSON", "row is not a JSON object"]
