@@ -48,7 +48,7 @@ uri="bolt://127.0.0.1:$port"
 
 # True if PID is alive and is this launcher (guards against a stale pid file and PID reuse).
 is_launcher() {
-    [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null && ps -p "$1" -o args= 2>/dev/null | grep -q "$main_class"
+    [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null && tr "\0" " " 2>/dev/null < "/proc/$1/cmdline" | grep -q "$main_class"
 }
 
 port_open() {

@@ -30,7 +30,7 @@ if [[ ! -f "$pid_file" ]]; then
 fi
 pid=$(cat "$pid_file")
 # Ignore a stale pid file, including a PID since reused by another program.
-if [[ -z "$pid" ]] || ! kill -0 "$pid" 2>/dev/null || ! ps -p "$pid" -o args= | grep -q "$main_class"; then
+if [[ -z "$pid" ]] || ! kill -0 "$pid" 2>/dev/null || ! tr "\0" " " 2>/dev/null < "/proc/$pid/cmdline" | grep -q "$main_class"; then
     echo "neo4j-stop: not running (stale pid file removed)"
     rm -f "$pid_file"
     exit 0

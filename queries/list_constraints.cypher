@@ -1,0 +1,3 @@
+// Names of all constraints.
+SHOW CONSTRAINTS YIELD name
+RETURN name

@@ -1,0 +1,3 @@
+// The embedder that built the database, if recorded.
+MATCH (m:PKG_META {key: $key})
+RETURN m.embedder AS embedder, m.dim AS dim

@@ -1,0 +1,270 @@
+"""Both stores behave the same through GraphStore: one real corpus, the real model, a real Neo4j."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ingest.build import BuildReport, build, parse_corpus
+from pkg.embedders import CachedEmbedder, EmbeddingCache
+from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.errors import EmbedderMismatchError, StoreUnavailableError
+from pkg.graph import EMBEDDED_LABELS, Label, Node
+from pkg.stores import GraphStore, open_store
+from pkg.stores.base import EmbedderInfo, GraphCounts
+from pkg.stores.embedded import EmbeddedStore
+from pkg.stores.neo4j_store import Neo4jStore
+from retrieval.search import retrieve
+from tests.conftest import FIXTURES, STDLIB_SLICE, run_cli
+from tests.neo4j_server import free_port, wipe
+
+KINDS = ("embedded", "neo4j")
+K = 10
+
+
+@dataclass
+class Corpus:
+    """The standard-library slice built into both stores, with its embedded nodes."""
+
+    stores: dict[str, GraphStore]
+    reports: dict[str, BuildReport]
+    nodes: list[Node]
+    embedded_dir: Path
+    neo4j_uri: str
+
+    def reopen(self, kind: str) -> GraphStore:
+        """A fresh connection to the same database."""
+        return EmbeddedStore(self.embedded_dir) if kind == "embedded" else Neo4jStore(self.neo4j_uri)
+
+
+@pytest.fixture(scope="module")
+def module_embedder(minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> CachedEmbedder:
+    """The real default model behind one cache for the whole module."""
+    return CachedEmbedder(minilm, EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite"))
+
+
+@pytest.fixture(scope="module")
+def corpus(
+    neo4j_uri: str, module_embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Corpus]:
+    wipe(neo4j_uri)
+    embedded_dir = tmp_path_factory.mktemp("embedded")
+    stores: dict[str, GraphStore] = {
+        "embedded": EmbeddedStore(embedded_dir, create=True),
+        "neo4j": Neo4jStore(neo4j_uri),
+    }
+    try:
+        reports = {kind: build(STDLIB_SLICE, store, module_embedder) for kind, store in stores.items()}
+        nodes = parse_corpus(STDLIB_SLICE).nodes
+        vectors = module_embedder.embed_documents([n.embed_text for n in nodes])
+        nodes = [replace(n, vector=v) for n, v in zip(nodes, vectors, strict=True)]
+        yield Corpus(stores, reports, nodes, embedded_dir, neo4j_uri)
+    finally:
+        for store in stores.values():
+            store.close()
+        wipe(neo4j_uri)
+
+
+@pytest.fixture(scope="module")
+def text_queries(module_embedder: CachedEmbedder) -> list[tuple[str, np.ndarray]]:
+    """Real text queries: the first docstring line and the spelled-out name of each function."""
+    texts: dict[str, None] = {}
+    for path in sorted(p for root in STDLIB_SLICE for p in ([root] if root.is_file() else root.rglob("*.py"))):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                texts[node.name.strip("_").replace("_", " ")] = None
+                doc = ast.get_docstring(node)
+                if doc:
+                    texts[doc.strip().splitlines()[0]] = None
+    selected = [t for t in texts if t]
+    assert len(selected) >= 50
+    return [(text, module_embedder.embed_query(text)) for text in selected]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_build_writes_the_whole_corpus(corpus: Corpus, kind: str) -> None:
+    report = corpus.reports[kind]
+    counts = corpus.stores[kind].counts()
+    assert sum(counts.nodes.values()) == report.nodes > 300
+    assert sum(counts.relationships.values()) == report.edges > 300
+    assert counts.nodes["IMPL"] == counts.nodes["NAME"] == counts.relationships["HAS_IMPL"] == report.functions
+    assert counts.nodes["BLOCK"] == report.blocks
+
+
+def test_both_stores_hold_the_same_graph(corpus: Corpus) -> None:
+    embedded, neo4j = (corpus.stores[kind].counts() for kind in KINDS)
+    assert embedded == neo4j
+    assert list(neo4j.nodes) == ["BLOCK", "IMPL", "NAME"]
+    assert list(neo4j.relationships) == ["HAS_BLOCK", "HAS_IMPL", "PARENT"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rebuild_is_idempotent(corpus: Corpus, module_embedder: CachedEmbedder, kind: str) -> None:
+    store = corpus.stores[kind]
+    before = store.counts()
+    report = build(STDLIB_SLICE, store, module_embedder)
+    assert report.texts_embedded == 0
+    assert store.counts() == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("label", EMBEDDED_LABELS)
+def test_a_stored_vector_finds_its_own_node(corpus: Corpus, kind: str, label: Label) -> None:
+    of_label = [n for n in corpus.nodes if n.label is label]
+    texts = [n.embed_text for n in of_label]
+    unique = sorted((n for n in of_label if texts.count(n.embed_text) == 1), key=lambda n: n.id)
+    assert len(unique) >= 10
+    for node in unique[:10]:
+        assert node.vector is not None
+        hit = corpus.stores[kind].search(label, node.vector, 1)[0]
+        assert hit.id == node.id
+        assert hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("label", EMBEDDED_LABELS)
+def test_hnsw_top_k_recall_against_exact_search(
+    corpus: Corpus, text_queries: list[tuple[str, np.ndarray]], label: Label
+) -> None:
+    """Recall@10 >= 0.95; a hit tied in score with the exact 10th counts as found."""
+    found = 0
+    for _, vector in text_queries:
+        exact = corpus.stores["embedded"].search(label, vector, K)
+        exact_ids = {h.id for h in exact}
+        approx = corpus.stores["neo4j"].search(label, vector, K)
+        assert len(approx) == len(exact) == K
+        assert all(a.score >= b.score for a, b in pairwise(approx))
+        found += sum(1 for h in approx if h.id in exact_ids or h.score >= exact[-1].score - 1e-6)
+        exact_scores = {h.id: h.score for h in exact}
+        for hit in approx:
+            if hit.id in exact_scores:
+                assert hit.score == pytest.approx(exact_scores[hit.id], abs=1e-5)
+    assert found / (K * len(text_queries)) >= 0.95
+
+
+def test_contexts_are_identical(corpus: Corpus) -> None:
+    code_ids = [n.id for n in corpus.nodes if n.label is not Label.NAME]
+    name_id = next(n.id for n in corpus.nodes if n.label is Label.NAME)
+    ids = [*reversed(code_ids), "no-such-id", name_id, code_ids[0]]
+    embedded, neo4j = (corpus.stores[kind].contexts(ids) for kind in KINDS)
+    assert [c.id for c in neo4j] == [*reversed(code_ids), code_ids[0]]
+    assert neo4j == embedded
+    assert any(c.children for c in neo4j) and any(c.function.row is None for c in neo4j)
+
+
+@pytest.mark.parametrize("mode", ["func", "block"])
+def test_retrieval_and_pruning_agree(
+    corpus: Corpus, module_embedder: CachedEmbedder, text_queries: list[tuple[str, np.ndarray]], mode: str
+) -> None:
+    pruned = 0
+    for text, _ in text_queries[:15]:
+        embedded, neo4j = (retrieve(corpus.stores[kind], module_embedder, text, mode, k=1) for kind in KINDS)
+        (e,), (n,) = embedded.results, neo4j.results
+        assert (n.id, n.name, n.path, n.lines, n.text, n.pruned_text) == (e.id, e.name, e.path, e.lines, e.text,
+                                                                          e.pruned_text)
+        assert n.score == pytest.approx(e.score, abs=1e-5)
+        assert neo4j.prompt == embedded.prompt
+        pruned += n.pruned_text != n.text
+    assert pruned > 0  # pruning actually happened on some of them
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_fresh_connection_sees_the_embedder_and_refuses_another(corpus: Corpus, kind: str) -> None:
+    expected = corpus.stores["embedded"].embedder_info()
+    assert expected is not None and expected.dim == 384
+    with corpus.reopen(kind) as store:
+        assert store.embedder_info() == expected
+        store.check_embedder(expected, record=True)
+        with pytest.raises(EmbedderMismatchError, match=f"built with {expected.name}"):
+            store.check_embedder(EmbedderInfo("voyage:voyage-code-3", 1024), record=True)
+        assert store.embedder_info() == expected
+
+
+# The tests below wipe the Neo4j database: they stay after every test of the `corpus` fixture.
+
+
+def test_an_empty_neo4j_database_opens(empty_neo4j: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NEO4J_URI", empty_neo4j)
+    with open_store("neo4j", tmp_path / "ignored") as store:
+        assert store.embedder_info() is None
+        assert store.counts() == GraphCounts({}, {})
+        assert store.search(Label.IMPL, np.ones(4, dtype=np.float32) / 2, 3) == []
+        assert store.contexts(["nothing"]) == []
+    assert not (tmp_path / "ignored").exists()
+
+
+def test_vector_indexes_follow_the_dimension_of_the_vectors(empty_neo4j: str) -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    nodes = [Node(f"b{i}", Label.BLOCK, {"text": f"x = {i}", "start_line": 1, "end_line": 1}, v)
+             for i, v in enumerate(vectors)]
+    with Neo4jStore(empty_neo4j) as store:
+        store.write(nodes, [])  # no embedder recorded: the indexes take the vectors' dimension
+        store.write(nodes, [])
+        assert store.counts() == GraphCounts({"BLOCK": 300}, {})
+        for i in range(0, 300, 30):
+            hit = store.search(Label.BLOCK, vectors[i], 1)[0]
+            assert hit.id == f"b{i}" and hit.score == pytest.approx(1.0, abs=1e-5)
+        exact = np.argsort(-(vectors @ vectors[7]), kind="stable")[:10]
+        assert [h.id for h in store.search(Label.BLOCK, vectors[7], 10)] == [f"b{i}" for i in exact]
+
+
+def test_an_unreachable_neo4j_is_one_clear_error() -> None:
+    uri = f"bolt://127.0.0.1:{free_port()}"
+    with pytest.raises(StoreUnavailableError) as raised:
+        Neo4jStore(uri)
+    assert str(raised.value) == f"cannot reach Neo4j at {uri}: connection refused"
+
+
+# -- the CLI against Neo4j --------------------------------------------------------------------
+CLI_CORPUS = FIXTURES / "corpus"
+
+
+def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: CachedEmbedder, tmp_path: Path) -> None:
+    env = {"NEO4J_URI": empty_neo4j, "PKG_CACHE_DIR": str(tmp_path / "cache")}
+    empty = run_cli("stats", "--store", "neo4j", "--format", "json", env_extra=env)
+    assert empty.returncode == 0, empty.stderr
+    assert json.loads(empty.stdout) == {"nodes": {}, "relationships": {}, "embedder": None, "dims": None}
+
+    done = run_cli("build", str(CLI_CORPUS), "--store", "neo4j", "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["files"], report["rows"], report["functions"], report["blocks"]) == (2, 2, 7, 10)
+
+    stats = run_cli("stats", "--store", "neo4j", "--format", "json", env_extra=env)
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout) == {
+        "nodes": {"BLOCK": 10, "IMPL": 7, "NAME": 7},
+        "relationships": {"HAS_BLOCK": 6, "HAS_IMPL": 7, "PARENT": 4},
+        "embedder": "st:all-MiniLM-L6-v2",
+        "dims": 384,
+    }
+
+    question = "check if an integer is a prime number"
+    done = run_cli("query", question, "--store", "neo4j", "-k", "2", "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    with EmbeddedStore(tmp_path / "db", create=True) as embedded:
+        build([CLI_CORPUS], embedded, module_embedder)
+        expected = retrieve(embedded, module_embedder, question, "func", k=2)
+    assert answer["results"][0]["name"] == "is_prime" and answer["results"][0]["row"] is not None
+    same = ("id", "kind", "name", "path", "row", "text", "pruned_text")
+    assert [{key: r[key] for key in same} | {"lines": tuple(r["lines"])} for r in answer["results"]] == [
+        {key: getattr(r, key) for key in same} | {"lines": r.lines} for r in expected.results
+    ]
+    assert [r["score"] for r in answer["results"]] == pytest.approx([r.score for r in expected.results], abs=1e-5)
+    assert answer["prompt"] == expected.prompt
+
+
+def test_cli_reports_an_unreachable_neo4j_in_one_line(tmp_path: Path) -> None:
+    uri = f"bolt://127.0.0.1:{free_port()}"
+    done = run_cli("stats", "--store", "neo4j", env_extra={"NEO4J_URI": uri, "PKG_CACHE_DIR": str(tmp_path)})
+    assert done.returncode == 1
+    assert done.stderr == f"pkg: cannot reach Neo4j at {uri}: connection refused\n"
