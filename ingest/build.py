@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from ingest.graph_builder import UnitGraph, branch_spans, unit_graph
+from ingest.graph_builder import UnitGraph, branch_spans, chunk_graph, row_node, unit_graph
 from ingest.python_parser import extract_python
 from ingest.sources import Skipped, discover, read_items
 from pkg.embedders import CachedEmbedder, Embedder
-from pkg.errors import CorpusError
+from pkg.errors import ConfigError, CorpusError
 from pkg.graph import Label, Node
 from pkg.stores.base import EmbedderInfo, GraphStore
 from retrieval.prune import branch_variants
@@ -22,6 +23,9 @@ from retrieval.prune import branch_variants
 Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 256
 WRITE_BATCH = 2000
+#: What a build can put in the graph: functions (NAME/IMPL/BLOCK), rows (ROW), chunks (CHUNK).
+PARTS = ("functions", "rows", "chunks")
+DEFAULT_CHUNK_SIZE = 2000
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class BuildReport:
     rows: int = 0
     functions: int = 0
     blocks: int = 0
+    chunks: int = 0
     nodes: int = 0
     edges: int = 0
     pruning_variants: int = 0
@@ -68,8 +73,17 @@ class ParsedCorpus:
         return [n for g in self.units for n in g.nodes]
 
 
-def parse_corpus(paths: Sequence[Path], progress: Progress = _no_progress) -> ParsedCorpus:
-    """Discover and parse every source under the paths; raises CorpusError if no function is found."""
+def parse_corpus(
+    paths: Sequence[Path],
+    progress: Progress = _no_progress,
+    parts: Collection[str] = PARTS,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> ParsedCorpus:
+    """Discover and parse every source under the paths into the graph parts asked for (functions:
+    NAME/IMPL/BLOCK; rows: ROW; chunks: CHUNK). Raises CorpusError if nothing is found."""
+    unknown = set(parts) - set(PARTS)
+    if unknown or not parts:
+        raise ConfigError(f"unknown graph parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
     started = time.perf_counter()
     report = BuildReport()
     files, skipped = discover(paths)
@@ -84,17 +98,30 @@ def parse_corpus(paths: Sequence[Path], progress: Progress = _no_progress) -> Pa
         for item in items:
             if item.row is not None:
                 rows.add((item.source, item.row))
+            graph = UnitGraph()
+            if "rows" in parts:
+                graph.nodes.append(row_node(item))
             for unit in item.units:
-                extraction = extract_python(unit.text)
-                report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
-                graphs.append(unit_graph(unit, extraction.functions))
-                report.functions += len(extraction.functions)
+                if "functions" in parts:
+                    extraction = extract_python(unit.text)
+                    report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
+                    found = unit_graph(unit, extraction.functions)
+                    graph.nodes += found.nodes
+                    graph.edges += found.edges
+                    report.functions += len(extraction.functions)
+                if "chunks" in parts:
+                    chunks = chunk_graph(unit, chunk_size)
+                    graph.nodes += chunks.nodes
+                    graph.edges += chunks.edges
+            graphs.append(graph)
         progress("parse", done, len(files))
     corpus = ParsedCorpus([g for g in graphs if g.nodes], report)
     if not corpus.units:
-        raise CorpusError(f"no functions found in {', '.join(str(p) for p in paths)}")
+        what = "functions" if set(parts) == {"functions"} else "code or rows"
+        raise CorpusError(f"no {what} found in {', '.join(str(p) for p in paths)}")
     report.rows = len(rows)
-    report.blocks = sum(1 for n in corpus.nodes if n.label is Label.BLOCK)
+    labels = Counter(n.label for n in corpus.nodes)
+    report.blocks, report.chunks = labels[Label.BLOCK], labels[Label.CHUNK]
     report.seconds = time.perf_counter() - started
     return corpus
 
@@ -178,6 +205,7 @@ def build(
     embedder: Embedder,
     progress: Progress = _no_progress,
     prepare_pruning: bool = True,
+    parts: Collection[str] = PARTS,
 ) -> BuildReport:
     """Build (or extend) a PKG in the store from the code under the paths."""
-    return load(parse_corpus(paths, progress), store, embedder, progress, prepare_pruning)
+    return load(parse_corpus(paths, progress, parts), store, embedder, progress, prepare_pruning)

@@ -6,14 +6,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ingest.functions import Block, Function
-from ingest.sources import SourceUnit
+from ingest.chunking import chunk_source
+from ingest.sources import CorpusItem, SourceUnit
 from pkg.graph import Edge, Label, Node, Rel, content_id, text_hash
 from pkg.stores.base import Span
 
 
 @dataclass
 class UnitGraph:
-    """Nodes and edges of one source unit."""
+    """Nodes and edges of one source unit or corpus item (written together, in one transaction)."""
 
     nodes: list[Node] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
@@ -81,3 +82,34 @@ def branch_spans(unit: UnitGraph) -> dict[str, list[Span]]:
         if edge.type in (Rel.HAS_BLOCK, Rel.PARENT):
             children.setdefault(edge.src, []).append(spans[edge.dst])
     return {node_id: sorted(found, key=lambda s: s.start_line) for node_id, found in children.items()}
+
+
+def row_node(item: CorpusItem) -> Node:
+    """The ROW node of a corpus item: the whole file, or the whole JSONL row."""
+    return Node(
+        content_id(Label.ROW, item.source, item.row, text_hash(item.text)),
+        Label.ROW,
+        {"source": item.source, "row": item.row, "text": item.text, "lines": item.text.count("\n") + 1},
+    )
+
+
+def chunk_graph(unit: SourceUnit, max_chunk_size: int) -> UnitGraph:
+    """cAST CHUNK nodes of a unit, linked by NEXT in file order."""
+    graph = UnitGraph()
+    for index, chunk in enumerate(chunk_source(unit.text, unit.lang, max_chunk_size)):
+        node = Node(
+            content_id(Label.CHUNK, unit.source, unit.row, unit.fence, index, text_hash(chunk.text)),
+            Label.CHUNK,
+            {
+                "source": unit.source,
+                "row": unit.row,
+                "index": index,
+                "text": chunk.text,
+                "start_line": chunk.start_line,
+                "end_line": chunk.end_line,
+            },
+        )
+        if graph.nodes:
+            graph.edges.append(Edge(graph.nodes[-1].id, Rel.NEXT, node.id))
+        graph.nodes.append(node)
+    return graph

@@ -13,10 +13,14 @@ from typing import Any
 
 import click
 
+from ingest.build import DEFAULT_CHUNK_SIZE, PARTS
 from pkg.config import default_cache_dir, default_db_dir
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP, Embedder, make_embedder
 from pkg.errors import PkgError
 from pkg.stores import STORES, GraphStore, open_store
+from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
+from retrieval.lexical import UNITS
+from retrieval.search import Mode, Neighbour
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -56,7 +60,7 @@ def _db_option(command: Any) -> Any:
         type=click.Path(file_okay=False, path_type=Path),
         default=default_db_dir,
         show_default="$PKG_DB or ./.pkg",
-        help="Directory of the embedded database.",
+        help="Directory of the embedded database, and of the BM25 indexes whichever the store.",
     )(command)
     command = click.option(
         "--store",
@@ -104,29 +108,42 @@ def cli() -> None:
 @_db_option
 @_cache_option
 @click.option("--embedder", default=DEFAULT_SPEC, show_default=True, help=f"Embedding model: {SPEC_HELP}.")
+@click.option("--parts", default=",".join(PARTS), show_default=True,
+              help="What to build, comma-separated: functions (NAME/IMPL/BLOCK for func, block, bm25-func), "
+                   "rows (ROW for bm25-rows, dense-rows), chunks (CHUNK for chunk, hybrid).")
+@click.option("--chunk-size", type=click.IntRange(min=1), default=DEFAULT_CHUNK_SIZE, show_default=True,
+              help="Largest cAST chunk, in non-whitespace characters.")
 @click.option("--prepare-pruning/--no-prepare-pruning", default=True, show_default=True,
               help="Also embed every text pruning can produce, so queries prune without model calls.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, embedder: str,
-          prepare_pruning: bool, fmt: str) -> None:
+def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, embedder: str, parts: str,
+          chunk_size: int, prepare_pruning: bool, fmt: str) -> None:
     """Build or extend a PKG from PATHS: Python files, directories (walked recursively) and JSONL
-    files of instruction/input/output rows with ```python fences."""
+    files of instruction/input/output rows with ```python fences. BM25 indexes are kept in --db,
+    whichever the store."""
     from ingest.build import load, parse_corpus
+    from retrieval.lexical import refresh_indexes
 
+    chosen = [p.strip() for p in parts.split(",") if p.strip()]
     model = make_embedder(embedder, cache_dir)
     bars = StageBars()
     try:
-        corpus = parse_corpus(list(paths), progress=bars)
+        corpus = parse_corpus(list(paths), progress=bars, parts=chosen, chunk_size=chunk_size)
         with _opened(store, db_dir, create=True) as graph:
             report = load(corpus, graph, model, progress=bars, prepare_pruning=prepare_pruning)
+            bm25 = refresh_indexes(graph, db_dir)
             info = graph.embedder_info()
+            where = graph.location
     finally:
         bars.close()
     if fmt == "json":
-        click.echo(json.dumps(asdict(report) | {"db": str(db_dir), "embedder": asdict(info) if info else None}))
+        extra = {"store": where, "bm25": {"dir": str(db_dir), "documents": bm25},
+                 "embedder": asdict(info) if info else None}
+        click.echo(json.dumps(asdict(report) | extra))
         return
-    click.echo(f"built PKG in {db_dir} ({store} store, {info.name if info else '?'}, {info.dim if info else '?'} dims)")
-    click.echo(f"  files: {report.files}  rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}")
+    click.echo(f"built PKG in {where} ({store} store, {info.name if info else '?'}, {info.dim if info else '?'} dims)")
+    click.echo(f"  files: {report.files}  rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}"
+               f"  chunks: {report.chunks}")
     click.echo(f"  nodes: {report.nodes}  relationships: {report.edges}")
     click.echo(f"  texts embedded: {report.texts_embedded}  from cache: {report.texts_from_cache}"
                f"  (incl. {report.pruning_variants} pruning variants)")
@@ -143,6 +160,7 @@ def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, em
             click.echo(f"    {where}:{issue.line}: {issue.message}")
         if len(report.issues) > 10:
             click.echo(f"    … and {len(report.issues) - 10} more (use --format json for all)")
+    click.echo(f"  BM25 indexes in {db_dir}: " + ", ".join(f"{unit} {n}" for unit, n in bm25.items()))
     click.echo(f"  seconds: {report.seconds:.1f}")
 
 
@@ -155,22 +173,35 @@ def _query_embedder(graph: GraphStore, spec: str | None, cache_dir: Path) -> Emb
 
 @cli.command()
 @click.argument("text")
-@click.option("--mode", type=click.Choice(["func", "block"]), default="func", show_default=True,
-              help="func: whole functions (IMPL); block: nested blocks (BLOCK).")
+@click.option("--mode", type=click.Choice([m.value for m in Mode]), default="func", show_default=True,
+              help="func / block: PKG functions or blocks by vector, pruned; bm25-rows / bm25-func: BM25 over "
+                   "whole corpus items / functions; dense-rows: whole items by vector; hybrid: BM25 + vector "
+                   "fused by weighted RRF; chunk: cAST chunks by vector.")
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Number of results.")
-@click.option("--no-prune", is_flag=True, help="Return retrieved code as is, without pruning.")
+@click.option("--no-prune", is_flag=True, help="Return retrieved code as is, without pruning (func, block).")
+@click.option("--neighbour", type=click.Choice([n.value for n in Neighbour]), default="none", show_default=True,
+              help="Add each chunk hit's next (prefix query) or previous (suffix query) chunk.")
+@click.option("--hybrid-unit", type=click.Choice(list(UNITS)), default="chunk", show_default=True,
+              help="What hybrid retrieves: rows, func or chunk.")
+@click.option("--sparse-weight", type=float, default=SPARSE_WEIGHT, show_default=True, help="Hybrid: BM25 weight.")
+@click.option("--dense-weight", type=float, default=DENSE_WEIGHT, show_default=True, help="Hybrid: vector weight.")
+@click.option("--rrf-k", type=click.IntRange(min=1), default=RRF_K, show_default=True, help="Hybrid: RRF constant.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "prompt"]), default="text", show_default=True,
               help="text: readable results; json: results and prompt; prompt: the augmented prompt only.")
 @click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
 @_db_option
 @_cache_option
-def query(text: str, mode: str, k: int, no_prune: bool, fmt: str, embedder: str | None,
-          db_dir: Path, store: str, cache_dir: Path) -> None:
+def query(text: str, mode: str, k: int, no_prune: bool, neighbour: str, hybrid_unit: str, sparse_weight: float,
+          dense_weight: float, rrf_k: int, fmt: str, embedder: str | None, db_dir: Path, store: str,
+          cache_dir: Path) -> None:
     """Retrieve context for TEXT (a task description or code) from the PKG."""
-    from retrieval.search import retrieve
+    from retrieval.search import Options, retrieve
 
+    options = Options(neighbour=Neighbour(neighbour), hybrid_unit=hybrid_unit, sparse_weight=sparse_weight,
+                      dense_weight=dense_weight, rrf_k=rrf_k)
     with _opened(store, db_dir) as graph:
-        answer = retrieve(graph, _query_embedder(graph, embedder, cache_dir), text, mode, k, not no_prune)
+        model = _query_embedder(graph, embedder, cache_dir)
+        answer = retrieve(graph, model, text, mode, k, not no_prune, db_dir=db_dir, options=options)
     if fmt == "json":
         keys = ("id", "kind", "name", "path", "row", "lines", "score", "text", "pruned_text")
         results = [{key: getattr(r, key) for key in keys} for r in answer.results]

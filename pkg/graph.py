@@ -11,11 +11,13 @@ import numpy as np
 
 
 class Label(StrEnum):
-    """Node labels. Every label here except the structural ones carries an embedding."""
+    """Node labels; every one of them carries an embedding."""
 
-    NAME = "NAME"
-    IMPL = "IMPL"
-    BLOCK = "BLOCK"
+    NAME = "NAME"  # a function's qualified name
+    IMPL = "IMPL"  # a function's full source
+    BLOCK = "BLOCK"  # a compound statement inside a function
+    ROW = "ROW"  # a corpus item as a whole: a file, or a JSONL row
+    CHUNK = "CHUNK"  # a cAST chunk of a file (or of a JSONL row's code fence)
 
 
 class Rel(StrEnum):
@@ -24,9 +26,10 @@ class Rel(StrEnum):
     HAS_IMPL = "HAS_IMPL"  # NAME -> IMPL
     HAS_BLOCK = "HAS_BLOCK"  # IMPL -> each top-level block of its body
     PARENT = "PARENT"  # BLOCK -> each directly nested BLOCK
+    NEXT = "NEXT"  # CHUNK -> the following CHUNK of the same file
 
 
-EMBEDDED_LABELS: tuple[Label, ...] = (Label.NAME, Label.IMPL, Label.BLOCK)
+EMBEDDED_LABELS: tuple[Label, ...] = tuple(Label)
 
 
 def content_id(*parts: object) -> str:

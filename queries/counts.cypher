@@ -1,8 +1,12 @@
 // Node counts per label and relationship counts per type, from the count store.
 RETURN
-    {NAME: COUNT { (:NAME) }, IMPL: COUNT { (:IMPL) }, BLOCK: COUNT { (:BLOCK) }} AS nodes,
+    {
+        NAME: COUNT { (:NAME) }, IMPL: COUNT { (:IMPL) }, BLOCK: COUNT { (:BLOCK) },
+        ROW: COUNT { (:ROW) }, CHUNK: COUNT { (:CHUNK) }
+    } AS nodes,
     {
         HAS_IMPL: COUNT { ()-[:HAS_IMPL]->() },
         HAS_BLOCK: COUNT { ()-[:HAS_BLOCK]->() },
-        PARENT: COUNT { ()-[:PARENT]->() }
+        PARENT: COUNT { ()-[:PARENT]->() },
+        NEXT: COUNT { ()-[:NEXT]->() }
     } AS relationships

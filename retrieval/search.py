@@ -1,33 +1,63 @@
-"""Func-PKG and Block-PKG retrieval: top-k by cosine, projection to functions, optional pruning."""
+"""Retrieval modes over one built corpus: PKG (func, block), the paper's baselines (bm25-rows,
+bm25-func, dense-rows), hybrid BM25 + dense fusion, and cAST chunks with neighbours."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from pathlib import Path
+
+import numpy as np
 
 from pkg.embedders import Embedder
 from pkg.errors import ConfigError
 from pkg.graph import Label
-from pkg.stores.base import EmbedderInfo, GraphStore
+from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
+from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT, reciprocal_rank_fusion
+from retrieval.lexical import UNITS, open_index
 from retrieval.prompt import ContextItem, augmented_prompt
 from retrieval.prune import prune
 
+#: How many candidates each ranking contributes to a fusion, at least.
+FUSION_DEPTH = 50
+
 
 class Mode(StrEnum):
-    """Retrieval modes and the node label each one searches."""
+    """Retrieval modes."""
 
-    FUNC = "func"
-    BLOCK = "block"
+    FUNC = "func"  # Func-PKG: IMPL by vector, pruned
+    BLOCK = "block"  # Block-PKG: BLOCK by vector, pruned
+    BM25_ROWS = "bm25-rows"  # the paper's BM25 over whole corpus items
+    BM25_FUNC = "bm25-func"  # the paper's Func-BM25 over functions
+    DENSE_ROWS = "dense-rows"  # the paper's VoyageEmb arm: whole items by vector (any embedder)
+    HYBRID = "hybrid"  # BM25 and dense rankings of one unit fused by weighted RRF
+    CHUNK = "chunk"  # cAST chunks by vector, optionally with a neighbour
 
-    @property
-    def label(self) -> Label:
-        return Label.IMPL if self is Mode.FUNC else Label.BLOCK
+
+class Neighbour(StrEnum):
+    """Which adjacent chunk to add to a chunk hit."""
+
+    NONE = "none"
+    NEXT = "next"  # for a prefix query: what follows the hit
+    PREVIOUS = "previous"  # for a suffix query: what precedes the hit
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of the modes that have any."""
+
+    with_pruning: bool = True
+    neighbour: Neighbour = Neighbour.NONE
+    hybrid_unit: str = "chunk"
+    sparse_weight: float = SPARSE_WEIGHT
+    dense_weight: float = DENSE_WEIGHT
+    rrf_k: int = RRF_K
 
 
 @dataclass(frozen=True)
 class Result:
-    """A retrieved node projected to its function, with its pruned text."""
+    """A retrieved node, projected to its function for code nodes, with the text it contributes."""
 
     id: str
     kind: str
@@ -48,15 +78,47 @@ class Retrieval:
     prompt: str
 
 
+@dataclass
+class _Query:
+    """One query being answered: what it needs is computed once, on first use."""
+
+    store: GraphStore
+    embedder: Embedder | None
+    text: str
+    db_dir: Path | None
+    options: Options
+    _vector: np.ndarray | None = field(default=None, init=False)
+
+    @property
+    def vector(self) -> np.ndarray:
+        if self._vector is None:
+            if self.embedder is None:
+                raise ConfigError("this mode needs an embedder")
+            self.store.check_embedder(EmbedderInfo(self.embedder.name, self.embedder.dim))
+            self._vector = self.embedder.embed_query(self.text)
+        return self._vector
+
+    def dense(self, label: Label, k: int) -> list[tuple[str, float]]:
+        return [(h.id, h.score) for h in self.store.search(label, self.vector, k)]
+
+    def sparse(self, unit: str, k: int) -> list[tuple[str, float]]:
+        if self.db_dir is None:
+            raise ConfigError("BM25 modes need the database directory that holds the index")
+        return open_index(self.store, self.db_dir, unit).search(self.text, k)
+
+
 def retrieve(
     store: GraphStore,
-    embedder: Embedder,
+    embedder: Embedder | None,
     query: str,
     mode: Mode | str,
     k: int = 1,
     with_pruning: bool = True,
+    db_dir: Path | None = None,
+    options: Options | None = None,
 ) -> Retrieval:
-    """Answer a query with the k most similar nodes of the mode's kind."""
+    """Answer a query with the k best nodes of the mode. Modes that need no vector never touch
+    the embedder; BM25 modes read their index from db_dir."""
     try:
         mode = Mode(mode)
     except ValueError:
@@ -65,33 +127,88 @@ def retrieve(
         raise ConfigError("k must be at least 1")
     if not query.strip():
         raise ConfigError("the query is empty")
-    store.check_embedder(EmbedderInfo(embedder.name, embedder.dim))
-    vector = embedder.embed_query(query)
-    hits = store.search(mode.label, vector, k)
-    contexts = {c.id: c for c in store.contexts([h.id for h in hits])}
-    results: list[Result] = []
-    for hit in hits:
-        ctx = contexts[hit.id]
-        pruned = prune(ctx, vector, embedder).text if with_pruning else ctx.text
-        fn = ctx.function
-        results.append(
-            Result(
-                id=ctx.id,
-                kind=ctx.label.value,
-                name=fn.name,
-                path=fn.source,
-                row=fn.row,
-                lines=(ctx.start_line, ctx.end_line),
-                score=hit.score,
-                text=ctx.text,
-                pruned_text=pruned,
-            )
-        )
-    return Retrieval(results, augmented_prompt(query, _items(results)))
+    options = replace(options or Options(), with_pruning=with_pruning)
+    if options.hybrid_unit not in UNITS:
+        raise ConfigError(f"unknown hybrid unit {options.hybrid_unit!r}; use one of: {', '.join(UNITS)}")
+    q = _Query(store, embedder, query, db_dir, options)
+    if mode in (Mode.FUNC, Mode.BLOCK):
+        label = Label.IMPL if mode is Mode.FUNC else Label.BLOCK
+        results = _code_results(q, q.dense(label, k), prune_them=options.with_pruning)
+    elif mode is Mode.BM25_FUNC:
+        results = _code_results(q, q.sparse("func", k), prune_them=False)
+    elif mode is Mode.BM25_ROWS:
+        results = _plain_results(q, q.sparse("rows", k))
+    elif mode is Mode.DENSE_ROWS:
+        results = _plain_results(q, q.dense(Label.ROW, k))
+    elif mode is Mode.CHUNK:
+        results = _plain_results(q, q.dense(Label.CHUNK, k))
+    else:
+        results = _hybrid(q, k)
+    return Retrieval(results, augmented_prompt(query, [_item(r) for r in results]))
 
 
-def _items(results: Sequence[Result]) -> list[ContextItem]:
-    return [
-        ContextItem(f"{r.name} ({r.path}{'' if r.row is None else f' row {r.row}'})", r.pruned_text)
-        for r in results
-    ]
+def _hybrid(q: _Query, k: int) -> list[Result]:
+    unit, depth = q.options.hybrid_unit, max(FUSION_DEPTH, 10 * k)
+    sparse = [doc for doc, _ in q.sparse(unit, depth)]
+    dense = [doc for doc, _ in q.dense(UNITS[unit], depth)]
+    fused = reciprocal_rank_fusion([sparse, dense], [q.options.sparse_weight, q.options.dense_weight], q.options.rrf_k)
+    if UNITS[unit] is Label.IMPL:
+        return _code_results(q, fused[:k], prune_them=False)
+    return _plain_results(q, fused[:k])
+
+
+def _code_results(q: _Query, hits: Sequence[tuple[str, float]], prune_them: bool) -> list[Result]:
+    contexts = {c.id: c for c in q.store.contexts([doc for doc, _ in hits])}
+    results = []
+    for doc, score in hits:
+        ctx = contexts[doc]
+        pruned = prune(ctx, q.vector, q.embedder).text if prune_them and q.embedder else ctx.text
+        results.append(_code_result(ctx, score, pruned))
+    return results
+
+
+def _code_result(ctx: NodeContext, score: float, pruned: str) -> Result:
+    fn = ctx.function
+    return Result(
+        id=ctx.id,
+        kind=ctx.label.value,
+        name=fn.name,
+        path=fn.source,
+        row=fn.row,
+        lines=(ctx.start_line, ctx.end_line),
+        score=score,
+        text=ctx.text,
+        pruned_text=pruned,
+    )
+
+
+def _plain_results(q: _Query, hits: Sequence[tuple[str, float]]) -> list[Result]:
+    """Results for ROW and CHUNK hits; chunks get their neighbour if the options ask for one."""
+    nodes = {n.id: n for n in q.store.nodes([doc for doc, _ in hits])}
+    neighbour = q.options.neighbour
+    adjacent: dict[str, str] = {}
+    if neighbour is not Neighbour.NONE:
+        chunk_ids = [doc for doc, _ in hits if nodes[doc].label is Label.CHUNK]
+        adjacent = q.store.adjacent_chunks(chunk_ids, following=neighbour is Neighbour.NEXT)
+    extra = {n.id: n for n in q.store.nodes(list(adjacent.values()))}
+    results = []
+    for doc, score in hits:
+        node = nodes[doc]
+        props = node.props
+        name = Path(props["source"]).name + ("" if props.get("row") is None else f"#row{props['row']}")
+        if node.label is Label.CHUNK:
+            lines, text = (props["start_line"], props["end_line"]), props["text"]
+            other = extra.get(adjacent.get(doc, ""))
+            if other is not None:
+                first, second = (node.props, other.props) if neighbour is Neighbour.NEXT else (other.props, node.props)
+                lines, text = (first["start_line"], second["end_line"]), first["text"] + second["text"]
+            name += f" chunk {props['index']}"
+        else:
+            lines, text = (1, props["lines"]), props["text"]
+        results.append(Result(doc, node.label.value, name, props["source"], props.get("row"), lines, score, text, text))
+    return results
+
+
+def _item(result: Result) -> ContextItem:
+    where = result.path if result.row is None else f"{result.path} row {result.row}"
+    return ContextItem(f"{result.name} ({where})", result.pruned_text)

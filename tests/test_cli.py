@@ -40,7 +40,8 @@ def _stats(db: Path) -> dict:
 
 def test_stats_counts_nodes_and_relationships(built: Path) -> None:
     stats = _stats(built)
-    assert stats["nodes"] == {"BLOCK": 10, "IMPL": 7, "NAME": 7}
+    # ROW: shapes.py and the two JSONL rows; CHUNK: one per file or fence, all small, so no NEXT.
+    assert stats["nodes"] == {"BLOCK": 10, "CHUNK": 3, "IMPL": 7, "NAME": 7, "ROW": 3}
     assert stats["relationships"] == {"HAS_BLOCK": 6, "HAS_IMPL": 7, "PARENT": 4}
     assert (stats["embedder"], stats["dims"]) == ("st:all-MiniLM-L6-v2", 384)
 

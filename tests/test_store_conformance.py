@@ -96,6 +96,8 @@ def test_build_writes_the_whole_corpus(corpus: Corpus, kind: str) -> None:
     assert sum(counts.relationships.values()) == report.edges > 300
     assert counts.nodes["IMPL"] == counts.nodes["NAME"] == counts.relationships["HAS_IMPL"] == report.functions
     assert counts.nodes["BLOCK"] == report.blocks
+    assert counts.nodes["ROW"] == report.files  # plain files: one row each
+    assert counts.nodes["CHUNK"] == report.chunks == counts.relationships["NEXT"] + report.files
 
 
 def test_both_stores_hold_the_same_graph(corpus: Corpus) -> None:

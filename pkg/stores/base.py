@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,15 @@ class NodeContext:
 
 
 @dataclass(frozen=True)
+class StoredNode:
+    """A node as read back: label and properties, without its vector."""
+
+    id: str
+    label: Label
+    props: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class GraphCounts:
     """Node counts per label and relationship counts per type."""
 
@@ -73,6 +83,11 @@ class GraphCounts:
 
 class GraphStore(ABC):
     """Persistent PKG storage: nodes with vectors, edges, exact or indexed top-k per label."""
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the graph lives, for messages: a directory or a server address."""
 
     @abstractmethod
     def embedder_info(self) -> EmbedderInfo | None:
@@ -95,6 +110,20 @@ class GraphStore(ABC):
     @abstractmethod
     def contexts(self, ids: Sequence[str]) -> list[NodeContext]:
         """Contexts of code nodes, in the order of ids (unknown ids are skipped)."""
+
+    @abstractmethod
+    def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
+        """Nodes of any label, in the order of ids (unknown ids are skipped)."""
+
+    @abstractmethod
+    def adjacent_chunks(self, ids: Sequence[str], following: bool) -> dict[str, str]:
+        """For CHUNK ids, the id of the next (or, if not `following`, the previous) chunk of the
+        same file, where there is one."""
+
+    @abstractmethod
+    def texts(self, label: Label) -> list[tuple[str, str]]:
+        """(id, text) of every node of a label with a text (ROW, IMPL or CHUNK), by id: the documents
+        of the lexical indexes."""
 
     @abstractmethod
     def counts(self) -> GraphCounts:

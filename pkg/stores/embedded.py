@@ -11,7 +11,16 @@ import numpy as np
 
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import Edge, Label, Node, Rel
-from pkg.stores.base import EmbedderInfo, FunctionRef, GraphCounts, GraphStore, Hit, NodeContext, Span
+from pkg.stores.base import (
+    EmbedderInfo,
+    FunctionRef,
+    GraphCounts,
+    GraphStore,
+    Hit,
+    NodeContext,
+    Span,
+    StoredNode,
+)
 
 DB_FILE = "pkg.sqlite"
 SCHEMA_VERSION = "1"
@@ -56,6 +65,10 @@ class EmbeddedStore(GraphStore):
         self._data_version = self._current_data_version()
 
     # -- metadata ---------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return str(self.directory)
+
     def embedder_info(self) -> EmbedderInfo | None:
         rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')").fetchall())
         if "embedder" not in rows:
@@ -194,6 +207,26 @@ class EmbeddedStore(GraphStore):
                 )
             )
         return result
+
+    def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
+        found = self._props(ids)
+        return [StoredNode(i, *found[i]) for i in ids if i in found]
+
+    def adjacent_chunks(self, ids: Sequence[str], following: bool) -> dict[str, str]:
+        near, far = ("src", "dst") if following else ("dst", "src")
+        adjacent: dict[str, str] = {}
+        for start in range(0, len(ids), _CHUNK):
+            chunk = list(ids[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT {near}, {far} FROM edges WHERE type = ? AND {near} IN ({marks})", [Rel.NEXT.value, *chunk]
+            )
+            adjacent.update(rows.fetchall())
+        return adjacent
+
+    def texts(self, label: Label) -> list[tuple[str, str]]:
+        rows = self._db.execute("SELECT id, props FROM nodes WHERE label = ? ORDER BY id", [label.value])
+        return [(node_id, json.loads(props)["text"]) for node_id, props in rows]
 
     def counts(self) -> GraphCounts:
         nodes = dict(self._db.execute("SELECT label, count(*) FROM nodes GROUP BY label ORDER BY label").fetchall())

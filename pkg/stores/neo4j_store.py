@@ -17,7 +17,16 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 
 from pkg.errors import ConfigError, StoreError, StoreUnavailableError
 from pkg.graph import EMBEDDED_LABELS, Edge, Label, Node, Rel
-from pkg.stores.base import EmbedderInfo, FunctionRef, GraphCounts, GraphStore, Hit, NodeContext, Span
+from pkg.stores.base import (
+    EmbedderInfo,
+    FunctionRef,
+    GraphCounts,
+    GraphStore,
+    Hit,
+    NodeContext,
+    Span,
+    StoredNode,
+)
 from queries import cypher
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"
@@ -30,7 +39,7 @@ INDEX_WAIT_SECONDS = 300
 MIN_CANDIDATES = 100
 #: Vector index of each embedded label, as named in queries/vector_index_<label>.cypher.
 INDEX_NAMES: dict[Label, str] = {label: f"{label.value.lower()}_embedding" for label in EMBEDDED_LABELS}
-_LINKS: dict[Rel, str] = {Rel.HAS_IMPL: "link_has_impl", Rel.HAS_BLOCK: "link_has_block", Rel.PARENT: "link_parent"}
+_LINKS: dict[Rel, str] = {rel: f"link_{rel.value.lower()}" for rel in Rel}
 
 T = TypeVar("T")
 
@@ -117,6 +126,10 @@ class Neo4jStore(GraphStore):
         self._indexed.update(EMBEDDED_LABELS)
 
     # -- metadata ---------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return self.uri if self.database is None else f"{self.uri} (database {self.database})"
+
     def embedder_info(self) -> EmbedderInfo | None:
         records = self._run("meta_read", key=META_KEY)
         if not records or records[0]["embedder"] is None:
@@ -168,6 +181,22 @@ class Neo4jStore(GraphStore):
         if not ids:
             return []
         return [_context(r) for r in self._run("contexts", ids=list(ids))]
+
+    def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
+        if not ids:
+            return []
+        records = self._run("nodes", ids=list(ids))
+        return [StoredNode(r["id"], Label(r["label"]), {k: v for k, v in r["props"].items() if k != "embedding"})
+                for r in records]
+
+    def adjacent_chunks(self, ids: Sequence[str], following: bool) -> dict[str, str]:
+        if not ids:
+            return {}
+        records = self._run("chunk_next" if following else "chunk_previous", ids=list(ids))
+        return {r["id"]: r["neighbour"] for r in records}
+
+    def texts(self, label: Label) -> list[tuple[str, str]]:
+        return [(r["id"], r["text"]) for r in self._run(f"texts_{label.value.lower()}")]
 
     def counts(self) -> GraphCounts:
         record = self._run("counts")[0]

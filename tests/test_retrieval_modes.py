@@ -1,0 +1,146 @@
+"""Every retrieval mode on both stores, on real code: the ranking each one is for."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ingest.build import build
+from ingest.chunking import chunk_source
+from pkg.embedders import CachedEmbedder, EmbeddingCache
+from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.errors import ConfigError, StoreError, StoreNotFoundError
+from pkg.graph import Label
+from pkg.stores.base import GraphStore
+from pkg.stores.embedded import EmbeddedStore
+from pkg.stores.neo4j_store import Neo4jStore
+from retrieval.fusion import reciprocal_rank_fusion
+from retrieval.lexical import open_index, refresh_indexes
+from retrieval.search import Neighbour, Options, retrieve
+from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, run_cli
+from tests.neo4j_server import wipe
+
+CORPUS = [*STDLIB_SLICE, STDLIB / "shlex.py", FIXTURES / "corpus"]
+
+
+@dataclass
+class Built:
+    store: GraphStore
+    db_dir: Path
+    embedder: CachedEmbedder
+
+    def ask(self, query: str, mode: str, k: int = 3, **options: object) -> list:
+        answer = retrieve(self.store, self.embedder, query, mode, k, db_dir=self.db_dir, options=Options(**options))
+        return answer.results
+
+
+@pytest.fixture(scope="module")
+def module_embedder(minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> CachedEmbedder:
+    return CachedEmbedder(minilm, EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite"))
+
+
+@pytest.fixture(scope="module", params=["embedded", "neo4j"])
+def built(
+    request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Built]:
+    db_dir = tmp_path_factory.mktemp(request.param)
+    if request.param == "embedded":
+        store: GraphStore = EmbeddedStore(db_dir, create=True)
+    else:
+        uri = request.getfixturevalue("neo4j_uri")
+        wipe(uri)
+        store = Neo4jStore(uri)
+    build(CORPUS, store, module_embedder)
+    refresh_indexes(store, db_dir)
+    yield Built(store, db_dir, module_embedder)
+    store.close()
+
+
+def test_bm25_func_matches_identifiers(built: Built) -> None:
+    top = built.ask("heappushpop heap item", "bm25-func")
+    assert top[0].name == "heappushpop" and top[0].kind == "IMPL"
+    assert top[0].text == top[0].pruned_text  # the Func-BM25 baseline is not pruned
+    camel = built.ask("insortLeft", "bm25-func", k=1)  # camelCase query, snake_case code
+    assert camel[0].name == "insort_left"
+
+
+def test_bm25_rows_returns_whole_items(built: Built) -> None:
+    top = built.ask("shlex split posix quotes", "bm25-rows", k=1)[0]
+    assert (top.kind, top.path) == ("ROW", str(STDLIB / "shlex.py"))
+    assert top.text == (STDLIB / "shlex.py").read_text() and top.lines[0] == 1
+    row = built.ask("reverse words sentence", "bm25-rows", k=1)[0]
+    assert (row.row, row.name) == (2, "alpaca.jsonl#row2") and "reversed(sentence.split())" in row.text
+
+
+def test_dense_rows_follow_meaning(built: Built) -> None:
+    top = built.ask("wrap long paragraphs of text to a fixed line width", "dense-rows", k=1)[0]
+    assert top.kind == "ROW" and top.path.endswith("textwrap.py")
+
+
+def test_chunks_and_their_neighbours(built: Built) -> None:
+    plain = built.ask("split a string using shell-like syntax", "chunk", k=1)[0]
+    assert plain.kind == "CHUNK" and plain.path.endswith("shlex.py") and "def split(" in plain.text
+    source = (STDLIB / "shlex.py").read_text()
+    chunks = chunk_source(source)
+    middle = chunks[len(chunks) // 2].text  # its own text finds a chunk that has both neighbours
+    alone = built.ask(middle, "chunk", k=1)[0]
+    assert alone.text == middle
+    following = built.ask(middle, "chunk", k=1, neighbour=Neighbour.NEXT)[0]
+    assert following.text == middle + chunks[len(chunks) // 2 + 1].text and following.text in source
+    assert following.lines == (alone.lines[0], chunks[len(chunks) // 2 + 1].end_line)
+    preceding = built.ask(middle, "chunk", k=1, neighbour=Neighbour.PREVIOUS)[0]
+    assert preceding.text == chunks[len(chunks) // 2 - 1].text + middle
+    assert preceding.lines == (chunks[len(chunks) // 2 - 1].start_line, alone.lines[1])
+
+
+def test_hybrid_is_the_weighted_fusion_of_both_rankings(built: Built) -> None:
+    query = "push an item on the heap and pop the smallest"
+    for unit, label in (("func", Label.IMPL), ("chunk", Label.CHUNK), ("rows", Label.ROW)):
+        fused = built.ask(query, "hybrid", k=5, hybrid_unit=unit)
+        sparse = [doc for doc, _ in open_index(built.store, built.db_dir, unit).search(query, 50)]
+        dense = [h.id for h in built.store.search(label, built.embedder.embed_query(query), 50)]
+        expected = reciprocal_rank_fusion([sparse, dense], [0.2, 0.8], 60)[:5]
+        assert [(r.id, pytest.approx(s)) for r, (_, s) in zip(fused, expected)] == [(d, s) for d, s in expected]
+
+
+def test_hybrid_recovers_what_one_ranking_misses(built: Built) -> None:
+    lexical_only = "insortRight"  # an identifier the embedding model does not know
+    assert built.ask(lexical_only, "hybrid", k=3, hybrid_unit="func")[0].name == "insort_right"
+    paraphrase = "arrange words into lines no wider than a limit"  # no identifier shared with the code
+    names = [r.name for r in built.ask(paraphrase, "hybrid", k=5, hybrid_unit="func")]
+    assert any(name.startswith(("TextWrapper", "wrap", "fill")) for name in names)
+
+
+def test_stale_or_missing_indexes_are_refused(built: Built, tmp_path: Path) -> None:
+    with pytest.raises(StoreNotFoundError, match="no BM25 index of rows"):
+        retrieve(built.store, built.embedder, "x", "bm25-rows", db_dir=tmp_path)
+    index = open_index(built.store, built.db_dir, "func")
+    index.build(index.ids[:-1], ["x"] * (len(index.ids) - 1)).save(tmp_path / "bm25" / "func")
+    with pytest.raises(StoreError, match="run `pkg build` again"):
+        retrieve(built.store, built.embedder, "x", "bm25-func", db_dir=tmp_path)
+    with pytest.raises(ConfigError, match="unknown hybrid unit"):
+        retrieve(built.store, built.embedder, "x", "hybrid", db_dir=built.db_dir, options=Options(hybrid_unit="file"))
+
+
+def test_bm25_modes_never_load_the_model(built: Built) -> None:
+    answer = retrieve(built.store, None, "heappush", "bm25-func", k=1, db_dir=built.db_dir)
+    assert answer.results[0].name == "heappush"
+    with pytest.raises(ConfigError, match="needs an embedder"):
+        retrieve(built.store, None, "heappush", "func", k=1, db_dir=built.db_dir)
+
+
+def test_every_mode_from_the_cli(tmp_path: Path) -> None:
+    env = {"PKG_CACHE_DIR": str(tmp_path / "cache")}
+    db = str(tmp_path / "db")
+    assert run_cli("build", str(FIXTURES / "corpus"), "--db", db, env_extra=env).returncode == 0
+    for mode, expected in [("bm25-rows", "ROW"), ("bm25-func", "IMPL"), ("dense-rows", "ROW"),
+                           ("hybrid", "CHUNK"), ("chunk", "CHUNK"), ("func", "IMPL"), ("block", "BLOCK")]:
+        done = run_cli("query", "is the number prime", "--mode", mode, "-k", "1", "--db", db, "--format", "json",
+                       env_extra=env)
+        assert done.returncode == 0, done.stderr
+        top = json.loads(done.stdout)["results"][0]
+        assert top["kind"] == expected and "n % d == 0" in top["text"], (mode, top)
