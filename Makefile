@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STDLIB := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
 DEMO_DB := .pkg-demo
-DEMO_CORPUS := $(addprefix $(STDLIB)/,json email textwrap.py heapq.py bisect.py statistics.py difflib.py shlex.py)
+DEMO_CORPUS := $(addprefix $(STDLIB)/,json textwrap.py heapq.py bisect.py statistics.py difflib.py shlex.py fractions.py)
 
 .PHONY: demo test
 
@@ -19,7 +19,8 @@ demo: $(BIN)/pkg
 	$(BIN)/pkg build $(DEMO_CORPUS) --db $(DEMO_DB)
 	$(BIN)/pkg stats --db $(DEMO_DB)
 	$(BIN)/pkg query "split a shell command line into arguments, honouring quotes" --db $(DEMO_DB) -k 2
-	$(BIN)/pkg query "parse an email address into the real name and the address" --mode block --db $(DEMO_DB) -k 2
+	$(BIN)/pkg query "find the longest matching block in two sequences" --mode block --db $(DEMO_DB) -k 2
+	$(BIN)/pkg query "median of the data" --mode bm25-func --db $(DEMO_DB) -k 1
 
 # The whole test suite; it starts the Neo4j it needs itself (docker/neo4j-start.sh).
 test: $(BIN)/pkg
