@@ -22,6 +22,10 @@ demo: $(BIN)/pkg
 	$(BIN)/pkg query "find the longest matching block in two sequences" --mode block --db $(DEMO_DB) -k 2
 	$(BIN)/pkg query "median of the data" --mode bm25-func --db $(DEMO_DB) -k 1
 
+# Debian packages the tests read: the Python documentation is the real tutorial corpus.
+TEST_PACKAGES := python3.11-doc
+
 # The whole test suite; it starts the Neo4j it needs itself (docker/neo4j-start.sh).
 test: $(BIN)/pkg
+	@dpkg -s $(TEST_PACKAGES) >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq $(TEST_PACKAGES) >/dev/null; }
 	$(BIN)/pytest

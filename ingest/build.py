@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from ingest.sources import Skipped, discover, read_items
 from pkg.embedders import CachedEmbedder, Embedder
 from pkg.errors import ConfigError, CorpusError
 from pkg.graph import Label, Node
-from pkg.stores.base import EmbedderInfo, GraphStore
+from pkg.stores.base import EmbedderInfo, GraphStore, SourceRecord
 from retrieval.prune import branch_variants
 
 #: progress(stage, done, total): called as work advances; stages are "parse", "embed", "write".
@@ -26,6 +28,8 @@ WRITE_BATCH = 2000
 #: What a build can put in the graph: functions (NAME/IMPL/BLOCK), rows (ROW), chunks (CHUNK).
 PARTS = ("functions", "rows", "chunks")
 DEFAULT_CHUNK_SIZE = 2000
+#: Bump when extraction changes what a file yields, so that every file is rebuilt.
+GRAPH_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class BuildReport:
     """What a build did."""
 
     files: int = 0
+    unchanged_files: int = 0
+    removed_files: int = 0
     rows: int = 0
     functions: int = 0
     blocks: int = 0
@@ -62,15 +68,65 @@ def _no_progress(stage: str, done: int, total: int) -> None:
 
 
 @dataclass
-class ParsedCorpus:
-    """A corpus parsed into per-unit graphs, not yet embedded or stored."""
+class SourceGraph:
+    """Everything one file contributes to the graph; a rebuild replaces it as a whole."""
 
-    units: list[UnitGraph]
+    record: SourceRecord
+    graph: UnitGraph
+
+
+@dataclass
+class ParsedCorpus:
+    """The files of a corpus that changed, parsed into graphs, and the files that are gone."""
+
+    sources: list[SourceGraph]
+    deleted: list[str]
     report: BuildReport
 
     @property
+    def units(self) -> list[UnitGraph]:
+        return [s.graph for s in self.sources]
+
+    @property
     def nodes(self) -> list[Node]:
-        return [n for g in self.units for n in g.nodes]
+        return [n for s in self.sources for n in s.graph.nodes]
+
+
+def fingerprint(data: bytes, parts: Collection[str], chunk_size: int) -> str:
+    """What decides whether a file must be rebuilt: its bytes and the build settings."""
+    settings = f"{GRAPH_VERSION}|{','.join(sorted(parts))}|{chunk_size}|".encode()
+    return hashlib.sha256(settings + data).hexdigest()
+
+
+def _file_graph(path: Path, parts: Collection[str], chunk_size: int, report: BuildReport) -> UnitGraph | None:
+    """The graph of one file, or None if it cannot be read (the reason is in report.skipped)."""
+    items, skips = read_items(path)
+    report.skipped.extend(skips)
+    if not items and skips:
+        return None
+    graph = UnitGraph()
+    for item in items:
+        if item.row is not None:
+            report.rows += 1
+        if "rows" in parts:
+            graph.nodes.append(row_node(item))
+        for unit in item.units:
+            if "functions" in parts:
+                extraction = extract_python(unit.text)
+                report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
+                found = unit_graph(unit, extraction.functions)
+                graph.nodes += found.nodes
+                graph.edges += found.edges
+                report.functions += len(extraction.functions)
+            if "chunks" in parts:
+                chunks = chunk_graph(unit, chunk_size)
+                graph.nodes += chunks.nodes
+                graph.edges += chunks.edges
+    return graph
+
+
+def _under(path: str, roots: Sequence[Path]) -> bool:
+    return any(path == str(root) or path.startswith(f"{root}{os.sep}") for root in roots)
 
 
 def parse_corpus(
@@ -78,48 +134,43 @@ def parse_corpus(
     progress: Progress = _no_progress,
     parts: Collection[str] = PARTS,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    known: Mapping[str, str] | None = None,
 ) -> ParsedCorpus:
-    """Discover and parse every source under the paths into the graph parts asked for (functions:
-    NAME/IMPL/BLOCK; rows: ROW; chunks: CHUNK). Raises CorpusError if nothing is found."""
+    """Discover the files under the paths and parse those whose fingerprint differs from `known`
+    (what the store already holds) into the graph parts asked for (functions: NAME/IMPL/BLOCK;
+    rows: ROW; chunks: CHUNK). Known files under the paths that are gone are listed as deleted.
+    Raises CorpusError if the paths hold nothing to build."""
     unknown = set(parts) - set(PARTS)
     if unknown or not parts:
         raise ConfigError(f"unknown graph parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
+    known = known or {}
     started = time.perf_counter()
     report = BuildReport()
     files, skipped = discover(paths)
     report.skipped.extend(skipped)
-    graphs: list[UnitGraph] = []
-    rows: set[tuple[str, int]] = set()
+    sources: list[SourceGraph] = []
+    present: set[str] = set()
     for done, path in enumerate(files, start=1):
-        items, item_skips = read_items(path)
-        report.skipped.extend(item_skips)
-        if items or not item_skips:
+        try:
+            stamp = fingerprint(path.read_bytes(), parts, chunk_size)
+        except OSError as exc:
+            report.skipped.append(Skipped(str(path), f"unreadable: {exc.strerror}"))
+            continue
+        if known.get(str(path)) == stamp:
+            present.add(str(path))
+            report.unchanged_files += 1
+        elif (graph := _file_graph(path, parts, chunk_size, report)) is not None:
+            present.add(str(path))
             report.files += 1
-        for item in items:
-            if item.row is not None:
-                rows.add((item.source, item.row))
-            graph = UnitGraph()
-            if "rows" in parts:
-                graph.nodes.append(row_node(item))
-            for unit in item.units:
-                if "functions" in parts:
-                    extraction = extract_python(unit.text)
-                    report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
-                    found = unit_graph(unit, extraction.functions)
-                    graph.nodes += found.nodes
-                    graph.edges += found.edges
-                    report.functions += len(extraction.functions)
-                if "chunks" in parts:
-                    chunks = chunk_graph(unit, chunk_size)
-                    graph.nodes += chunks.nodes
-                    graph.edges += chunks.edges
-            graphs.append(graph)
+            sources.append(SourceGraph(SourceRecord(str(path), stamp), graph))
         progress("parse", done, len(files))
-    corpus = ParsedCorpus([g for g in graphs if g.nodes], report)
-    if not corpus.units:
+    roots = [p.resolve() for p in paths]
+    deleted = sorted(p for p in known if p not in present and _under(p, roots))
+    corpus = ParsedCorpus(sources, deleted, report)
+    if not any(s.graph.nodes for s in sources) and not report.unchanged_files and not deleted:
         what = "functions" if set(parts) == {"functions"} else "code or rows"
         raise CorpusError(f"no {what} found in {', '.join(str(p) for p in paths)}")
-    report.rows = len(rows)
+    report.removed_files = len(deleted)
     labels = Counter(n.label for n in corpus.nodes)
     report.blocks, report.chunks = labels[Label.BLOCK], labels[Label.CHUNK]
     report.seconds = time.perf_counter() - started
@@ -137,16 +188,17 @@ def embed_texts(texts: list[str], embedder: Embedder, progress: Progress) -> dic
     return vectors
 
 
-def _write_batches(units: list[UnitGraph]) -> Iterator[UnitGraph]:
-    """Whole units grouped into batches of about WRITE_BATCH nodes, so every write is self-contained."""
-    batch = UnitGraph()
-    for unit in units:
-        batch.nodes.extend(unit.nodes)
-        batch.edges.extend(unit.edges)
-        if len(batch.nodes) >= WRITE_BATCH:
+def _write_batches(sources: list[SourceGraph]) -> Iterator[list[SourceGraph]]:
+    """Whole sources grouped into batches of about WRITE_BATCH nodes; each batch is one write."""
+    batch: list[SourceGraph] = []
+    size = 0
+    for source in sources:
+        batch.append(source)
+        size += len(source.graph.nodes)
+        if size >= WRITE_BATCH:
             yield batch
-            batch = UnitGraph()
-    if batch.nodes:
+            batch, size = [], 0
+    if batch:
         yield batch
 
 
@@ -169,7 +221,8 @@ def load(
     progress: Progress = _no_progress,
     prepare_pruning: bool = True,
 ) -> BuildReport:
-    """Embed a parsed corpus and write it to the store, whole units per write (each one transaction).
+    """Embed the changed sources of a parsed corpus and write them to the store, whole sources per
+    write (each one transaction, replacing what the store held for them); remove deleted sources.
 
     With `prepare_pruning`, the texts pruning can produce are embedded too: behind the embedding
     cache, query-time pruning then needs no model call."""
@@ -189,11 +242,15 @@ def load(
         report.texts_embedded = embedder.misses - misses
     else:
         report.texts_embedded = len(vectors)
+    if corpus.deleted:
+        store.delete_sources(corpus.deleted)
     total = len(corpus.nodes)
-    for batch in _write_batches(corpus.units):
-        store.write([replace(n, vector=vectors[n.embed_text]) for n in batch.nodes], batch.edges)
-        report.nodes += len(batch.nodes)
-        report.edges += len(batch.edges)
+    for batch in _write_batches(corpus.sources):
+        nodes = [replace(n, vector=vectors[n.embed_text]) for s in batch for n in s.graph.nodes]
+        edges = [e for s in batch for e in s.graph.edges]
+        store.replace_sources([s.record for s in batch], nodes, edges)
+        report.nodes += len(nodes)
+        report.edges += len(edges)
         progress("write", report.nodes, total)
     report.seconds += time.perf_counter() - started
     return report
@@ -207,5 +264,7 @@ def build(
     prepare_pruning: bool = True,
     parts: Collection[str] = PARTS,
 ) -> BuildReport:
-    """Build (or extend) a PKG in the store from the code under the paths."""
-    return load(parse_corpus(paths, progress, parts), store, embedder, progress, prepare_pruning)
+    """Build, extend or update a PKG in the store from the code under the paths: only files that
+    changed since the last build are parsed and written, files that are gone are removed."""
+    corpus = parse_corpus(paths, progress, parts, known=store.sources())
+    return load(corpus, store, embedder, progress, prepare_pruning)

@@ -20,7 +20,9 @@ class UnitGraph:
     edges: list[Edge] = field(default_factory=list)
 
 
-def _block_nodes(impl_id: str, blocks: tuple[Block, ...], path: tuple[int, ...], graph: UnitGraph) -> list[str]:
+def _block_nodes(
+    impl_id: str, source: str, blocks: tuple[Block, ...], path: tuple[int, ...], graph: UnitGraph
+) -> list[str]:
     ids = []
     for index, block in enumerate(blocks):
         here = (*path, index)
@@ -36,10 +38,11 @@ def _block_nodes(impl_id: str, blocks: tuple[Block, ...], path: tuple[int, ...],
                     "end_line": block.end_line,
                     "depth": len(here),
                     "impl_id": impl_id,
+                    "source": source,
                 },
             )
         )
-        for child_id in _block_nodes(impl_id, block.children, here, graph):
+        for child_id in _block_nodes(impl_id, source, block.children, here, graph):
             graph.edges.append(Edge(block_id, Rel.PARENT, child_id))
         ids.append(block_id)
     return ids
@@ -67,9 +70,9 @@ def unit_graph(unit: SourceUnit, functions: tuple[Function, ...]) -> UnitGraph:
                 {"name": fn.qualname, "source": unit.source, "row": unit.row, "lang": unit.lang, **span},
             )
         )
-        graph.nodes.append(Node(impl_id, Label.IMPL, {"text": fn.text, "lang": unit.lang, **span}))
+        graph.nodes.append(Node(impl_id, Label.IMPL, {"text": fn.text, "lang": unit.lang, "source": unit.source, **span}))
         graph.edges.append(Edge(name_id, Rel.HAS_IMPL, impl_id))
-        for block_id in _block_nodes(impl_id, fn.blocks, (), graph):
+        for block_id in _block_nodes(impl_id, unit.source, fn.blocks, (), graph):
             graph.edges.append(Edge(impl_id, Rel.HAS_BLOCK, block_id))
     return graph
 

@@ -16,7 +16,7 @@ import click
 from ingest.build import DEFAULT_CHUNK_SIZE, PARTS
 from pkg.config import default_cache_dir, default_db_dir
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP, Embedder, make_embedder
-from pkg.errors import PkgError
+from pkg.errors import PkgError, StoreNotFoundError
 from pkg.stores import STORES, GraphStore, open_store
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
 from retrieval.lexical import UNITS
@@ -128,7 +128,9 @@ def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, em
     model = make_embedder(embedder, cache_dir)
     bars = StageBars()
     try:
-        corpus = parse_corpus(list(paths), progress=bars, parts=chosen, chunk_size=chunk_size)
+        corpus = parse_corpus(
+            list(paths), progress=bars, parts=chosen, chunk_size=chunk_size, known=_known_sources(store, db_dir)
+        )
         with _opened(store, db_dir, create=True) as graph:
             report = load(corpus, graph, model, progress=bars, prepare_pruning=prepare_pruning)
             bm25 = refresh_indexes(graph, db_dir)
@@ -142,8 +144,8 @@ def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, em
         click.echo(json.dumps(asdict(report) | extra))
         return
     click.echo(f"built PKG in {where} ({store} store, {info.name if info else '?'}, {info.dim if info else '?'} dims)")
-    click.echo(f"  files: {report.files}  rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}"
-               f"  chunks: {report.chunks}")
+    click.echo(f"  files built: {report.files}  unchanged: {report.unchanged_files}  removed: {report.removed_files}")
+    click.echo(f"  rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}  chunks: {report.chunks}")
     click.echo(f"  nodes: {report.nodes}  relationships: {report.edges}")
     click.echo(f"  texts embedded: {report.texts_embedded}  from cache: {report.texts_from_cache}"
                f"  (incl. {report.pruning_variants} pruning variants)")
@@ -162,6 +164,15 @@ def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, em
             click.echo(f"    … and {len(report.issues) - 10} more (use --format json for all)")
     click.echo(f"  BM25 indexes in {db_dir}: " + ", ".join(f"{unit} {n}" for unit, n in bm25.items()))
     click.echo(f"  seconds: {report.seconds:.1f}")
+
+
+def _known_sources(store: str, db_dir: Path) -> dict[str, str]:
+    """What an existing database was built from; nothing yet if there is no database."""
+    try:
+        with _opened(store, db_dir) as graph:
+            return graph.sources()
+    except StoreNotFoundError:
+        return {}
 
 
 def _query_embedder(graph: GraphStore, spec: str | None, cache_dir: Path) -> Embedder:

@@ -47,10 +47,13 @@ def test_every_write_is_self_contained(
     monkeypatch.setattr("ingest.build.WRITE_BATCH", 7)
     written: list[tuple[set[str], set[str]]] = []
     with EmbeddedStore(tmp_path / "db", create=True) as store:
-        original = store.write
-        monkeypatch.setattr(
-            store, "write", lambda nodes, edges: (written.append(({n.id for n in nodes}, {e.dst for e in edges})), original(nodes, edges))
-        )
+        original = store.replace_sources
+
+        def spy(records: list, nodes: list, edges: list) -> None:
+            written.append(({n.id for n in nodes}, {e.dst for e in edges}))
+            original(records, nodes, edges)
+
+        monkeypatch.setattr(store, "replace_sources", spy)
         build(STDLIB_SLICE, store, embedder)
         counts = store.counts()
     assert len(written) == 8  # one write per file: each file of the slice has more than 7 nodes

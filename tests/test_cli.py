@@ -121,11 +121,18 @@ def test_no_database_and_empty_corpus(tmp_path: Path, env: dict[str, str]) -> No
     done = run_cli("query", "anything", "--db", str(tmp_path / "none"), env_extra=env)
     assert done.returncode == 1 and done.stderr.strip() == f"pkg: no PKG database in {tmp_path / 'none'}; run `pkg build` first"
     (tmp_path / "empty").mkdir()
-    (tmp_path / "empty" / "consts.py").write_text("X = 1\n")
+    (tmp_path / "empty" / "notes.txt").write_text("nothing to build\n")
     done = run_cli("build", str(tmp_path / "empty"), "--db", str(tmp_path / "db"), env_extra=env)
-    assert done.returncode == 1 and "no functions found" in done.stderr
+    assert done.returncode == 1 and "no code or rows found" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    (tmp_path / "empty" / "consts.py").write_text("X = 1\n")
+    done = run_cli("build", str(tmp_path / "empty"), "--parts", "functions", "--db", str(tmp_path / "db"),
+                   env_extra=env)
+    assert done.returncode == 1 and done.stderr.startswith("pkg: no functions found")
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "db").exists()  # nothing is created for an empty corpus
+    done = run_cli("build", str(tmp_path / "empty"), "--parts", "functions,tables", "--db", str(tmp_path / "db"))
+    assert done.returncode == 1 and "unknown graph parts ['tables']" in done.stderr
 
 
 def test_syntax_errors_are_reported_and_good_functions_kept(tmp_path: Path, env: dict[str, str]) -> None:

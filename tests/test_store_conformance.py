@@ -103,8 +103,12 @@ def test_build_writes_the_whole_corpus(corpus: Corpus, kind: str) -> None:
 def test_both_stores_hold_the_same_graph(corpus: Corpus) -> None:
     embedded, neo4j = (corpus.stores[kind].counts() for kind in KINDS)
     assert embedded == neo4j
-    assert list(neo4j.nodes) == ["BLOCK", "IMPL", "NAME"]
-    assert list(neo4j.relationships) == ["HAS_BLOCK", "HAS_IMPL", "PARENT"]
+    assert list(neo4j.nodes) == ["BLOCK", "CHUNK", "IMPL", "NAME", "ROW"]
+    assert list(neo4j.relationships) == ["HAS_BLOCK", "HAS_IMPL", "NEXT", "PARENT"]
+    same, other = (corpus.stores[kind].snapshot() for kind in KINDS)
+    assert {k: v[:2] for k, v in same.nodes.items()} == {k: v[:2] for k, v in other.nodes.items()}
+    assert same.edges == other.edges and same.sources == other.sources
+    assert all(same.nodes[k][2] == pytest.approx(v[2], abs=1e-5) for k, v in other.nodes.items())
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -120,9 +124,14 @@ def test_rebuild_is_idempotent(corpus: Corpus, module_embedder: CachedEmbedder, 
 @pytest.mark.parametrize("label", EMBEDDED_LABELS)
 def test_a_stored_vector_finds_its_own_node(corpus: Corpus, kind: str, label: Label) -> None:
     of_label = [n for n in corpus.nodes if n.label is label]
-    texts = [n.embed_text for n in of_label]
-    unique = sorted((n for n in of_label if texts.count(n.embed_text) == 1), key=lambda n: n.id)
-    assert len(unique) >= 10
+    # Distinct texts can have (nearly) the same vector — the tokenizer ignores whitespace, so
+    # '"""\n' and '"""\n\n' do — and such ties may be broken differently by the two stores:
+    # only nodes whose vector has no near twin are asked for.
+    matrix = np.stack([n.vector for n in of_label])
+    similarity = matrix @ matrix.T
+    np.fill_diagonal(similarity, -1.0)
+    unique = sorted((n for n, best in zip(of_label, similarity.max(axis=1)) if best < 0.999), key=lambda n: n.id)
+    assert len(unique) >= min(10, len(of_label)) >= 5
     for node in unique[:10]:
         assert node.vector is not None
         hit = corpus.stores[kind].search(label, node.vector, 1)[0]
@@ -136,22 +145,23 @@ def test_hnsw_top_k_recall_against_exact_search(
 ) -> None:
     """Recall@10 >= 0.95; a hit tied in score with the exact 10th counts as found."""
     found = 0
+    k = min(K, corpus.stores["embedded"].counts().nodes[label.value])
     for _, vector in text_queries:
-        exact = corpus.stores["embedded"].search(label, vector, K)
+        exact = corpus.stores["embedded"].search(label, vector, k)
         exact_ids = {h.id for h in exact}
-        approx = corpus.stores["neo4j"].search(label, vector, K)
-        assert len(approx) == len(exact) == K
+        approx = corpus.stores["neo4j"].search(label, vector, k)
+        assert len(approx) == len(exact) == k
         assert all(a.score >= b.score for a, b in pairwise(approx))
         found += sum(1 for h in approx if h.id in exact_ids or h.score >= exact[-1].score - 1e-6)
         exact_scores = {h.id: h.score for h in exact}
         for hit in approx:
             if hit.id in exact_scores:
                 assert hit.score == pytest.approx(exact_scores[hit.id], abs=1e-5)
-    assert found / (K * len(text_queries)) >= 0.95
+    assert found / (k * len(text_queries)) >= 0.95
 
 
 def test_contexts_are_identical(corpus: Corpus) -> None:
-    code_ids = [n.id for n in corpus.nodes if n.label is not Label.NAME]
+    code_ids = [n.id for n in corpus.nodes if n.label in (Label.IMPL, Label.BLOCK)]
     name_id = next(n.id for n in corpus.nodes if n.label is Label.NAME)
     ids = [*reversed(code_ids), "no-such-id", name_id, code_ids[0]]
     embedded, neo4j = (corpus.stores[kind].contexts(ids) for kind in KINDS)
@@ -243,7 +253,7 @@ def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: Cache
     stats = run_cli("stats", "--store", "neo4j", "--format", "json", env_extra=env)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout) == {
-        "nodes": {"BLOCK": 10, "IMPL": 7, "NAME": 7},
+        "nodes": {"BLOCK": 10, "CHUNK": 3, "IMPL": 7, "NAME": 7, "ROW": 3},
         "relationships": {"HAS_BLOCK": 6, "HAS_IMPL": 7, "PARENT": 4},
         "embedder": "st:all-MiniLM-L6-v2",
         "dims": 384,

@@ -74,6 +74,23 @@ class StoredNode:
 
 
 @dataclass(frozen=True)
+class SourceRecord:
+    """A file the graph was built from, with the fingerprint (content and settings) it was built at."""
+
+    path: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class GraphSnapshot:
+    """A whole graph as plain data, to compare two databases (vectors rounded to 5 decimals)."""
+
+    nodes: dict[str, tuple[str, dict[str, Any], tuple[float, ...]]]
+    edges: set[tuple[str, str, str]]
+    sources: dict[str, str]
+
+
+@dataclass(frozen=True)
 class GraphCounts:
     """Node counts per label and relationship counts per type."""
 
@@ -104,6 +121,19 @@ class GraphStore(ABC):
         Edges may refer to nodes of the same call or of earlier ones."""
 
     @abstractmethod
+    def sources(self) -> dict[str, str]:
+        """Fingerprint of every source file the graph holds, by path."""
+
+    @abstractmethod
+    def replace_sources(self, records: Sequence[SourceRecord], nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
+        """In one transaction: drop every node of the records' sources, write the nodes and edges,
+        and remember the records. Every node carries its source path in props["source"]."""
+
+    @abstractmethod
+    def delete_sources(self, paths: Sequence[str]) -> None:
+        """In one transaction: drop every node of these sources and forget them."""
+
+    @abstractmethod
     def search(self, label: Label, query: np.ndarray, k: int) -> list[Hit]:
         """The k nodes of a label most similar to a unit query vector, best first."""
 
@@ -124,6 +154,10 @@ class GraphStore(ABC):
     def texts(self, label: Label) -> list[tuple[str, str]]:
         """(id, text) of every node of a label with a text (ROW, IMPL or CHUNK), by id: the documents
         of the lexical indexes."""
+
+    @abstractmethod
+    def snapshot(self) -> GraphSnapshot:
+        """Everything in the graph (loads it all: for checks and tests on small graphs)."""
 
     @abstractmethod
     def counts(self) -> GraphCounts:
@@ -151,3 +185,8 @@ class GraphStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def rounded(vector: Any) -> tuple[float, ...]:
+    """A vector as a tuple rounded to 5 decimals, comparable across stores."""
+    return tuple(round(float(x), 5) for x in vector)

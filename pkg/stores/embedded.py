@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,25 +15,34 @@ from pkg.stores.base import (
     EmbedderInfo,
     FunctionRef,
     GraphCounts,
+    GraphSnapshot,
     GraphStore,
     Hit,
     NodeContext,
+    SourceRecord,
     Span,
     StoredNode,
+    rounded,
 )
 
 DB_FILE = "pkg.sqlite"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS nodes (
-    id TEXT PRIMARY KEY, label TEXT NOT NULL, props TEXT NOT NULL, vector BLOB
+    id TEXT PRIMARY KEY, label TEXT NOT NULL, source TEXT, props TEXT NOT NULL, vector BLOB
 );
 CREATE INDEX IF NOT EXISTS nodes_by_label ON nodes (label);
+CREATE INDEX IF NOT EXISTS nodes_by_source ON nodes (source);
 CREATE TABLE IF NOT EXISTS edges (
     src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, PRIMARY KEY (src, type, dst)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS edges_by_dst ON edges (dst, type);
+CREATE TABLE IF NOT EXISTS sources (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID;
+"""
+_DROP_SOURCE_EDGES = """
+DELETE FROM edges WHERE src IN (SELECT id FROM nodes WHERE source = ?1)
+    OR dst IN (SELECT id FROM nodes WHERE source = ?1)
 """
 _CHUNK = 500  # ids per IN (...) list, below SQLite's bound-parameter limit
 
@@ -59,8 +68,15 @@ class EmbeddedStore(GraphStore):
             with self._db:
                 self._db.executescript(_SCHEMA)
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
+            version = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the database in {directory}: {exc}") from exc
+        if version != SCHEMA_VERSION:
+            self._db.close()
+            raise StoreError(
+                f"the database in {directory} has format {version}, this PKG reads format {SCHEMA_VERSION}; "
+                "delete it and build again"
+            )
         self._matrices: dict[Label, tuple[list[str], np.ndarray]] = {}
         self._data_version = self._current_data_version()
 
@@ -83,23 +99,51 @@ class EmbeddedStore(GraphStore):
 
     # -- writes -----------------------------------------------------------------------------
     def write(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
+        self._transaction(lambda: self._insert(nodes, edges))
+
+    def sources(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT path, fingerprint FROM sources").fetchall())
+
+    def replace_sources(self, records: Sequence[SourceRecord], nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
+        def work() -> None:
+            self._drop([r.path for r in records])
+            self._insert(nodes, edges)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO sources VALUES (?, ?)", [(r.path, r.fingerprint) for r in records]
+            )
+
+        self._transaction(work)
+
+    def delete_sources(self, paths: Sequence[str]) -> None:
+        self._transaction(lambda: self._drop(paths))
+
+    def _transaction(self, work: Callable[[], None]) -> None:
+        try:
+            with self._db:
+                work()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the database in {self.directory}: {exc}") from exc
+        self._matrices.clear()
+
+    def _drop(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            self._db.execute(_DROP_SOURCE_EDGES, [path])
+            self._db.execute("DELETE FROM nodes WHERE source = ?", [path])
+            self._db.execute("DELETE FROM sources WHERE path = ?", [path])
+
+    def _insert(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
         node_rows = [
             (
                 n.id,
                 n.label.value,
+                n.props.get("source"),
                 json.dumps(n.props, sort_keys=True),
                 None if n.vector is None else np.asarray(n.vector, dtype=np.float32).tobytes(),
             )
             for n in nodes
         ]
-        edge_rows = [(e.src, e.type.value, e.dst) for e in edges]
-        try:
-            with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?)", node_rows)
-                self._db.executemany("INSERT OR IGNORE INTO edges VALUES (?, ?, ?)", edge_rows)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to the database in {self.directory}: {exc}") from exc
-        self._matrices.clear()
+        self._db.executemany("INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)", node_rows)
+        self._db.executemany("INSERT OR IGNORE INTO edges VALUES (?, ?, ?)", [(e.src, e.type.value, e.dst) for e in edges])
 
     # -- reads ------------------------------------------------------------------------------
     def _current_data_version(self) -> int:
@@ -227,6 +271,18 @@ class EmbeddedStore(GraphStore):
     def texts(self, label: Label) -> list[tuple[str, str]]:
         rows = self._db.execute("SELECT id, props FROM nodes WHERE label = ? ORDER BY id", [label.value])
         return [(node_id, json.loads(props)["text"]) for node_id, props in rows]
+
+    def snapshot(self) -> GraphSnapshot:
+        nodes = {
+            node_id: (
+                label,
+                {k: v for k, v in json.loads(props).items() if v is not None},
+                rounded(np.frombuffer(vector, dtype=np.float32)) if vector else (),
+            )
+            for node_id, label, props, vector in self._db.execute("SELECT id, label, props, vector FROM nodes")
+        }
+        edges = set(self._db.execute("SELECT src, type, dst FROM edges").fetchall())
+        return GraphSnapshot(nodes, edges, self.sources())
 
     def counts(self) -> GraphCounts:
         nodes = dict(self._db.execute("SELECT label, count(*) FROM nodes GROUP BY label ORDER BY label").fetchall())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -21,18 +21,22 @@ from pkg.stores.base import (
     EmbedderInfo,
     FunctionRef,
     GraphCounts,
+    GraphSnapshot,
     GraphStore,
     Hit,
     NodeContext,
+    SourceRecord,
     Span,
     StoredNode,
+    rounded,
 )
 from queries import cypher
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"
 DEFAULT_USER = "neo4j"
 META_KEY = "pkg"
-BATCH = 1000  # rows per UNWIND statement
+#: Rows per UNWIND statement (bench/bench_neo4j_write.py: 500-2,000 write equally fast; 5,000 is slower).
+BATCH = 1000
 INDEX_WAIT_SECONDS = 300
 #: Least number of neighbours asked of the HNSW index: recall@10 measured on 6k-9k MiniLM vectors
 #: of standard-library code is 0.89-0.98 when asking for just 10, 0.998 or more from 100.
@@ -113,7 +117,9 @@ class Neo4jStore(GraphStore):
     def _ensure_constraints(self) -> None:
         """Create the uniqueness constraints on id (once per connection; no-ops if they exist)."""
         if not self._constraints_ready:
-            for name in ("constraint_meta", *(f"constraint_{label.value.lower()}" for label in Label)):
+            names = ["constraint_meta", "constraint_source"]
+            names += [f"{kind}_{label.value.lower()}" for label in Label for kind in ("constraint", "index_source")]
+            for name in names:
                 self._run(name)
             self._constraints_ready = True
 
@@ -142,19 +148,45 @@ class Neo4jStore(GraphStore):
 
     # -- writes -----------------------------------------------------------------------------
     def write(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
-        """Write all nodes, then all edges, in one transaction of batched UNWIND statements."""
+        self._transact(nodes, edges)
+
+    def sources(self) -> dict[str, str]:
+        return {r["path"]: r["fingerprint"] for r in self._run("sources_read")}
+
+    def replace_sources(self, records: Sequence[SourceRecord], nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
+        rows = [{"path": r.path, "fingerprint": r.fingerprint} for r in records]
+        drop = ("delete_sources", {"paths": [r.path for r in records]})
+        self._transact(nodes, edges, before=[drop], after=[("sources_write", {"rows": rows})])
+
+    def delete_sources(self, paths: Sequence[str]) -> None:
+        self._transact([], [], before=[("delete_sources", {"paths": list(paths)})])
+
+    def _transact(
+        self,
+        nodes: Sequence[Node],
+        edges: Sequence[Edge],
+        before: Sequence[tuple[str, dict[str, Any]]] = (),
+        after: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> None:
+        """In one transaction: the `before` statements, all nodes then all edges in batched UNWIND
+        statements, the `after` statements."""
         self._ensure_constraints()
         vector = next((n.vector for n in nodes if n.vector is not None), None)
         if vector is not None and not self._indexed:  # written without a recorded embedder
             self._ensure_vector_indexes(len(vector))
-        statements = _statements(nodes, edges)
 
         def work(tx: ManagedTransaction) -> None:
-            for name, rows in statements:
-                for start in range(0, len(rows), BATCH):
-                    tx.run(cypher(name), rows=rows[start : start + BATCH]).consume()
+            for name, params in before:
+                tx.run(cypher(name), params).consume()
+            # Not consumed one by one: each batch is built, packed and sent before waiting for the
+            # server to finish the previous one. The commit collects the results and raises the
+            # first failure.
+            for name, rows in _batches(nodes, edges):
+                tx.run(cypher(name), rows=rows)
+            for name, params in after:
+                tx.run(cypher(name), params).consume()
 
-        if statements:
+        if nodes or edges or before or after:
             self._guarded(lambda: self._execute_write(work))
 
     def _execute_write(self, work: Callable[[ManagedTransaction], None]) -> None:
@@ -198,6 +230,15 @@ class Neo4jStore(GraphStore):
     def texts(self, label: Label) -> list[tuple[str, str]]:
         return [(r["id"], r["text"]) for r in self._run(f"texts_{label.value.lower()}")]
 
+    def snapshot(self) -> GraphSnapshot:
+        nodes = {
+            r["id"]: (r["label"], {k: v for k, v in r["props"].items() if k not in ("id", "embedding")},
+                      rounded(r["props"].get("embedding") or ()))
+            for r in self._run("snapshot_nodes")
+        }
+        edges = {(r["src"], r["type"], r["dst"]) for r in self._run("snapshot_edges")}
+        return GraphSnapshot(nodes, edges, self.sources())
+
     def counts(self) -> GraphCounts:
         record = self._run("counts")[0]
         return GraphCounts(
@@ -209,19 +250,39 @@ class Neo4jStore(GraphStore):
         self._driver.close()
 
 
-def _statements(nodes: Sequence[Node], edges: Sequence[Edge]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """The write statements and their rows: one per node label, then one per relationship type."""
-    node_rows: dict[Label, list[dict[str, Any]]] = defaultdict(list)
+class _Rows(list[dict[str, Any]]):
+    """The rows of one UNWIND statement, shown by repr() as their count.
+
+    The driver formats every RUN message's parameters with repr() for its debug log even when that
+    log is off: for 26k nodes with 384-float vectors, 8 s of repr against 0.3 s of PackStream."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} rows>"
+
+
+def _node_row(node: Node) -> dict[str, Any]:
+    # The vector goes as the float32 values the index keeps, so that stored and indexed vectors agree.
+    embedding = None if node.vector is None else np.asarray(node.vector, dtype=np.float32).tolist()
+    return {"id": node.id, "props": node.props, "embedding": embedding}
+
+
+def _batches(nodes: Sequence[Node], edges: Sequence[Edge]) -> Iterator[tuple[str, _Rows]]:
+    """The write statements with at most BATCH rows each, built as they are sent: the nodes of
+    each label, then the edges of each relationship type."""
+    by_label: dict[Label, list[Node]] = defaultdict(list)
     for n in nodes:
-        embedding = None if n.vector is None else np.asarray(n.vector, dtype=np.float32).tolist()
-        node_rows[n.label].append({"id": n.id, "props": n.props, "embedding": embedding})
-    edge_rows: dict[Rel, list[dict[str, Any]]] = defaultdict(list)
+        by_label[n.label].append(n)
+    by_type: dict[Rel, list[Edge]] = defaultdict(list)
     for e in edges:
-        edge_rows[e.type].append({"src": e.src, "dst": e.dst})
-    return [
-        *((f"merge_{label.value.lower()}", rows) for label, rows in node_rows.items()),
-        *((_LINKS[rel], rows) for rel, rows in edge_rows.items()),
-    ]
+        by_type[e.type].append(e)
+    for label, group in by_label.items():
+        for start in range(0, len(group), BATCH):
+            yield f"merge_{label.value.lower()}", _Rows(map(_node_row, group[start : start + BATCH]))
+    for rel, typed in by_type.items():
+        for start in range(0, len(typed), BATCH):
+            yield _LINKS[rel], _Rows({"src": e.src, "dst": e.dst} for e in typed[start : start + BATCH])
 
 
 def _context(record: Record) -> NodeContext:

@@ -1,0 +1,261 @@
+"""Extract functions and their compound-statement blocks from non-Python code with tree-sitter.
+
+Generic over the specs of ``ingest.languages`` (which document what counts as a
+function, a container and a block per language) and producing the same result
+types as ``ingest.python_parser``:
+
+* qualnames join container names with ``.`` (``Outer.Inner.method``,
+  ``ns.Class.method``, Go ``Type.Method``, Rust ``Type.method``/``Trait.method``)
+  and, like Python's ``__qualname__``, a function defined inside another one is
+  ``outer.<locals>.inner``;
+* every listed compound statement inside a function is a block, to any depth; a
+  nested function is both a ``def`` block of the enclosing one and a function;
+* texts are the node's source lines, dedented as the Python extractor does, and
+  spans include leading decorators/attributes where the grammar keeps them apart;
+* a function whose subtree holds an ERROR or MISSING node is left out and
+  reported, as is each syntax error outside all functions. Never raises for bad code.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from tree_sitter import Node, Parser
+from tree_sitter_language_pack import get_parser
+
+from ingest.functions import Block, Extraction, Function, SyntaxIssue
+from ingest.languages import EXTENSIONS, LANGUAGES, LanguageSpec, node_text
+
+_INDENT_CHARS = " \t\f"
+_MODIFIER_LISTS = frozenset({"modifier", "modifiers", "function_modifiers"})
+
+
+def language_for(path: Path) -> str | None:
+    """Return the language of ``path`` by its extension, or None when it is not supported.
+
+    Python is not among them: ``ingest.python_parser`` handles it.
+    """
+    return EXTENSIONS.get(path.suffix)
+
+
+@cache
+def _parser(grammar: str) -> Parser:
+    """Return the process-wide tree-sitter parser for ``grammar``."""
+    return get_parser(grammar)  # type: ignore[arg-type]  # grammar names are checked by the tests
+
+
+def extract_code(source: str, lang: str) -> Extraction:
+    """Extract every function (any depth) and its blocks from ``\\n``-separated ``lang`` source.
+
+    ``lang`` is a key of ``ingest.languages.LANGUAGES`` (see ``language_for``);
+    an unknown one raises ``ValueError``.
+    """
+    spec = LANGUAGES.get(lang)
+    if spec is None:
+        raise ValueError(f"unsupported language {lang!r}; expected one of {sorted(LANGUAGES)}")
+    root = _parser(spec.grammar).parse(source.encode("utf-8", "surrogatepass")).root_node
+    walker = _Walker(spec, source.split("\n"))
+    try:
+        walker.blocks_under(root, "")
+    except RecursionError:
+        return Extraction(functions=(), issues=(SyntaxIssue(1, "blocks nested too deeply"),))
+    functions = [function for _, function in sorted(walker.functions, key=lambda f: f[0])]
+    issues = sorted(
+        walker.issues + _outside_errors(root, walker.function_ids), key=lambda i: i.line
+    )
+    return Extraction(functions=tuple(functions), issues=tuple(issues))
+
+
+class _Walker:
+    """Builds blocks from a tree, collecting valid functions and issues on the way."""
+
+    def __init__(self, spec: LanguageSpec, lines: list[str]) -> None:
+        self.spec = spec
+        self.lines = lines
+        self.functions: list[tuple[int, Function]] = []  # (start byte, function)
+        self.issues: list[SyntaxIssue] = []
+        self.function_ids: set[int] = set()  # every function node, parsable or not
+
+    def blocks_under(self, node: Node, prefix: str) -> tuple[Block, ...]:
+        """Return the blocks whose nearest enclosing block is ``node``, in source order.
+
+        ``prefix`` is the qualname prefix of definitions found there.
+        """
+        blocks: list[Block] = []
+        stack = list(reversed(node.children))
+        while stack:
+            child = stack.pop()
+            scope = self.spec.own_name(child) if child.type in self.spec.file_scopes else None
+            if scope:
+                prefix = f"{prefix}{scope}."
+            block = self._block(child, prefix)
+            if block is not None:
+                blocks.append(block)
+            else:
+                stack.extend(reversed(child.children))
+        return tuple(blocks)
+
+    def _block(self, node: Node, prefix: str) -> Block | None:
+        """Return the block ``node`` forms, or None if the walk should pass through it."""
+        if node.type in self.spec.functions:
+            return self._function(node, prefix)
+        if node.type in self.spec.containers:
+            return self._container(node, prefix)
+        kind = self.spec.blocks.get(node.type)
+        if kind is None:
+            return None
+        kind = kind if isinstance(kind, str) else kind(node)
+        if kind == "if" and _is_else_arm(node):
+            return None
+        return self._make(kind, node.start_point.row + 1, node, self.blocks_under(node, prefix))
+
+    def _function(self, node: Node, prefix: str) -> Block | None:
+        """Build and record a named function with a body; None for anything else."""
+        name = self.spec.own_name(node) or self._bound_name(node)
+        if name is None or node.child_by_field_name("body") is None:
+            return None
+        qualname = prefix + name
+        is_async = _is_async(node)
+        children = self.blocks_under(node, f"{qualname}.<locals>.")
+        block = self._make("async def" if is_async else "def", self._start(node), node, children)
+        self._record(node, qualname, block, is_async)
+        return block
+
+    def _container(self, node: Node, prefix: str) -> Block | None:
+        """Build the class block of a container with a body; None for mere references."""
+        if node.child_by_field_name("body") is None:
+            return None
+        name = self.spec.own_name(node) or self._bound_name(node)
+        inner_prefix = f"{prefix}{name}." if name else prefix
+        return self._make("class", self._start(node), node, self.blocks_under(node, inner_prefix))
+
+    def _make(self, kind: str, start: int, node: Node, children: tuple[Block, ...]) -> Block:
+        """Build a block from line ``start`` to ``node``'s last line."""
+        end = _end_line(node)
+        return Block(kind, start, end, _dedented(self.lines[start - 1 : end]), children)
+
+    def _record(self, node: Node, qualname: str, block: Block, is_async: bool) -> None:
+        """Record the function of ``block``, or an issue if it does not parse."""
+        self.function_ids.add(node.id)
+        error = _first_error(node)
+        if error is not None:
+            message = f"function {qualname!r} does not parse: {_describe(error)}"
+            self.issues.append(SyntaxIssue(block.start_line, message))
+            return
+        function = Function(
+            qualname=qualname,
+            start_line=block.start_line,
+            end_line=block.end_line,
+            text=block.text,
+            blocks=block.children,
+            is_async=is_async,
+        )
+        self.functions.append((node.start_byte, function))
+
+    def _bound_name(self, node: Node) -> str | None:
+        """Return the identifier a definition is the value of (``const f = () => …``), or None."""
+        lists = self.spec.binder_lists
+        parent, index = node.parent, 0
+        if parent is not None and parent.type in lists:  # Go: a, f := 1, func() {…}
+            index = parent.named_children.index(node)
+            parent = parent.parent
+        name_field = self.spec.binders.get(parent.type) if parent is not None else None
+        if parent is None or name_field is None:
+            return None
+        names = parent.children_by_field_name(name_field)
+        if len(names) == 1 and names[0].type in lists:
+            names = names[0].named_children
+        if index >= len(names) or not names[index].type.endswith("identifier"):
+            return None  # destructuring, member or computed targets stay anonymous
+        return node_text(names[index])
+
+    def _start(self, node: Node) -> int:
+        """Return the first line of a definition, counting its leading decorators/attributes."""
+        if node.parent is not None and node.parent.type in self.spec.wrappers:
+            node = node.parent
+        start = node
+        sibling = node.prev_sibling
+        while sibling is not None and (sibling.type in self.spec.leading or sibling.is_extra):
+            if sibling.type in self.spec.leading:
+                start = sibling
+            sibling = sibling.prev_sibling
+        return start.start_point.row + 1
+
+
+def _is_else_arm(node: Node) -> bool:
+    """Whether an ``if`` node is the ``else if`` arm of an enclosing ``if`` (part of its block)."""
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.type == "else_clause":  # C, C++, JS/TS, Rust
+        return True
+    return parent.type == node.type and parent.child_by_field_name("alternative") == node
+
+
+def _is_async(node: Node) -> bool:
+    """Whether a function node carries an ``async`` keyword, directly or among its modifiers."""
+    return any(
+        child.type == "async"
+        or (child.type in _MODIFIER_LISTS and any(c.type == "async" for c in child.children))
+        for child in node.children
+    )
+
+
+def _dedented(lines: list[str]) -> str:
+    """Join ``lines``, removing the first line's indentation from every line starting with it.
+
+    Lines without that prefix (in multi-line strings or comments) are kept as
+    they are, like the Python extractor does.
+    """
+    first = lines[0]
+    indent = first[: len(first) - len(first.lstrip(_INDENT_CHARS))]
+    return "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines)
+
+
+def _end_line(node: Node) -> int:
+    """Return the 1-based last line of ``node``'s last real token (no trailing comments)."""
+    while True:
+        tokens = [c for c in node.children if _is_real(c)]
+        if not tokens:
+            return node.end_point.row + 1
+        node = tokens[-1]
+
+
+def _is_real(node: Node) -> bool:
+    """Whether ``node`` is neither a comment-like extra nor a zero-width node."""
+    return (node.has_error or not node.is_extra) and node.end_byte > node.start_byte
+
+
+def _first_error(node: Node) -> Node | None:
+    """Return the first ERROR or MISSING node in ``node``'s subtree, in source order."""
+    while node.has_error:
+        child = next((c for c in node.children if c.has_error), None)
+        if node.is_error or node.is_missing or child is None:
+            return node
+        node = child
+    return None
+
+
+def _describe(node: Node) -> str:
+    """Return a one-line description of an ERROR or MISSING node."""
+    start, end = node.start_point.row + 1, _end_line(node)
+    if node.is_missing:
+        return f"missing {node.type!r} at line {start}"
+    return f"unparsable line {start}" if start == end else f"unparsable lines {start}-{end}"
+
+
+def _outside_errors(root: Node, function_ids: set[int]) -> list[SyntaxIssue]:
+    """Report each ERROR/MISSING region outside all functions (which report their own)."""
+    issues: list[SyntaxIssue] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.id in function_ids:
+            continue
+        if node.is_error or node.is_missing:
+            message = f"{_describe(node)} outside any function"
+            issues.append(SyntaxIssue(node.start_point.row + 1, message))
+        elif node.has_error:
+            stack.extend(c for c in node.children if c.has_error)
+    return issues
