@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ingest.graph_builder import UnitGraph, branch_spans, chunk_graph, row_node, unit_graph
+from ingest.code_parser import extract_code
 from ingest.python_parser import extract_python
 from ingest.sources import Skipped, discover, read_items
 from pkg.embedders import CachedEmbedder, Embedder
@@ -112,7 +113,7 @@ def _file_graph(path: Path, parts: Collection[str], chunk_size: int, report: Bui
             graph.nodes.append(row_node(item))
         for unit in item.units:
             if "functions" in parts:
-                extraction = extract_python(unit.text)
+                extraction = extract_python(unit.text) if unit.lang == "python" else extract_code(unit.text, unit.lang)
                 report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
                 found = unit_graph(unit, extraction.functions)
                 graph.nodes += found.nodes

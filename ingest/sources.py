@@ -11,9 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingest.languages import EXTENSIONS
 from pkg.errors import CorpusError
 
-CODE_SUFFIXES = {".py": "python"}
+#: Code files by extension: Python, and the languages of ingest.languages.
+CODE_SUFFIXES = {".py": "python", **EXTENSIONS}
 ROW_SUFFIXES = {".jsonl"}
 ROW_FIELDS = ("instruction", "input", "output")
 SKIPPED_DIRS = {".git", "__pycache__", "node_modules", "site-packages", ".venv", "venv"}

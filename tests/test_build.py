@@ -59,3 +59,15 @@ def test_every_write_is_self_contained(
     assert len(written) == 8  # one write per file: each file of the slice has more than 7 nodes
     assert all(targets <= ids for ids, targets in written)  # no edge points outside its own write
     assert counts.nodes[Label.IMPL] == counts.nodes[Label.NAME] == counts.relationships["HAS_IMPL"]
+
+
+def test_every_language_is_built_by_its_extension() -> None:
+    corpus = parse_corpus([FIXTURES / "languages"])
+    names = [n for n in corpus.nodes if n.label is Label.NAME]
+    by_lang = {lang: sum(n.props["lang"] == lang for n in names) for lang in {n.props["lang"] for n in names}}
+    # tests/test_languages.py asserts each sample's functions; each broken file keeps two good ones.
+    assert by_lang == {"javascript": 14, "typescript": 12, "java": 15, "go": 10, "rust": 13, "c": 9, "cpp": 12,
+                       "csharp": 12}
+    assert len(corpus.report.issues) == 8 and corpus.report.skipped == []
+    chunks = [n for n in corpus.nodes if n.label is Label.CHUNK]
+    assert {Path(n.props["source"]).suffix for n in chunks} == {".js", ".ts", ".java", ".go", ".rs", ".c", ".cpp", ".cs"}
