@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ingest.json_graph import json_graph
 from ingest.graph_builder import UnitGraph, branch_spans, chunk_graph, row_node, unit_graph
 from ingest.code_parser import extract_code
 from ingest.python_parser import extract_python
 from ingest.sources import Skipped, discover, read_items
 from pkg.embedders import CachedEmbedder, Embedder
 from pkg.errors import ConfigError, CorpusError
-from pkg.graph import Label, Node
+from pkg.graph import EMBEDDED_LABELS, Label, Node
 from pkg.stores.base import EmbedderInfo, GraphStore, SourceRecord
 from retrieval.prune import branch_variants
 
@@ -26,8 +27,9 @@ from retrieval.prune import branch_variants
 Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 256
 WRITE_BATCH = 2000
-#: What a build can put in the graph: functions (NAME/IMPL/BLOCK), rows (ROW), chunks (CHUNK).
-PARTS = ("functions", "rows", "chunks")
+#: What a build can put in the graph: functions (NAME/IMPL/BLOCK), rows (ROW), chunks (CHUNK),
+#: json (PATH/PATHVALUE of JSON files, JSONL rows and tutorials).
+PARTS = ("functions", "rows", "chunks", "json")
 DEFAULT_CHUNK_SIZE = 2000
 #: Bump when extraction changes what a file yields, so that every file is rebuilt.
 GRAPH_VERSION = 1
@@ -111,6 +113,10 @@ def _file_graph(path: Path, parts: Collection[str], chunk_size: int, report: Bui
             report.rows += 1
         if "rows" in parts:
             graph.nodes.append(row_node(item))
+        if "json" in parts and item.document is not None:
+            found = json_graph(item.document, item.source, item.row)
+            graph.nodes += found.nodes
+            graph.edges += found.edges
         for unit in item.units:
             if "functions" in parts:
                 extraction = extract_python(unit.text) if unit.lang == "python" else extract_code(unit.text, unit.lang)
@@ -139,7 +145,7 @@ def parse_corpus(
 ) -> ParsedCorpus:
     """Discover the files under the paths and parse those whose fingerprint differs from `known`
     (what the store already holds) into the graph parts asked for (functions: NAME/IMPL/BLOCK;
-    rows: ROW; chunks: CHUNK). Known files under the paths that are gone are listed as deleted.
+    rows: ROW; chunks: CHUNK; json: PATH/PATHVALUE). Known files under the paths that are gone are listed as deleted.
     Raises CorpusError if the paths hold nothing to build."""
     unknown = set(parts) - set(PARTS)
     if unknown or not parts:
@@ -232,7 +238,7 @@ def load(
     store.check_embedder(EmbedderInfo(embedder.name, embedder.dim), record=True)
     cached = isinstance(embedder, CachedEmbedder)
     hits, misses = (embedder.hits, embedder.misses) if cached else (0, 0)
-    texts = [n.embed_text for n in corpus.nodes]
+    texts = [n.embed_text for n in corpus.nodes if n.label in EMBEDDED_LABELS]
     if prepare_pruning:
         variants = pruning_variants(corpus.units)
         report.pruning_variants = len(variants)
@@ -247,7 +253,11 @@ def load(
         store.delete_sources(corpus.deleted)
     total = len(corpus.nodes)
     for batch in _write_batches(corpus.sources):
-        nodes = [replace(n, vector=vectors[n.embed_text]) for s in batch for n in s.graph.nodes]
+        nodes = [
+            replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n
+            for s in batch
+            for n in s.graph.nodes
+        ]
         edges = [e for s in batch for e in s.graph.edges]
         store.replace_sources([s.record for s in batch], nodes, edges)
         report.nodes += len(nodes)

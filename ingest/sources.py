@@ -10,13 +10,16 @@ import tokenize
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ingest.languages import EXTENSIONS
+from ingest.tutorials import is_tutorial, tutorial_to_json
 from pkg.errors import CorpusError
 
 #: Code files by extension: Python, and the languages of ingest.languages.
 CODE_SUFFIXES = {".py": "python", **EXTENSIONS}
 ROW_SUFFIXES = {".jsonl"}
+JSON_SUFFIXES = {".json"}
 ROW_FIELDS = ("instruction", "input", "output")
 SKIPPED_DIRS = {".git", "__pycache__", "node_modules", "site-packages", ".venv", "venv"}
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -36,12 +39,14 @@ class SourceUnit:
 
 @dataclass(frozen=True)
 class CorpusItem:
-    """One corpus item as a user sees it: a whole file, or one JSONL row, with its code units."""
+    """One corpus item as a user sees it: a whole file, or one JSONL row, with its code units and,
+    for JSON, JSONL rows and tutorials, its JSON document."""
 
     source: str
     row: int | None
     text: str  # the file's text, or the row's fields joined by blank lines
     units: tuple[SourceUnit, ...]
+    document: Any = None
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def discover(paths: Sequence[Path]) -> tuple[list[Path], list[Skipped]]:
         if real in seen_files:
             return
         seen_files.add(real)
-        if path.suffix in CODE_SUFFIXES or path.suffix in ROW_SUFFIXES:
+        if path.suffix in CODE_SUFFIXES or path.suffix in ROW_SUFFIXES or path.suffix in JSON_SUFFIXES or is_tutorial(path):
             files.append(real)
         else:
             skipped.append(Skipped(str(path), f"unsupported file type {path.suffix or '(none)'}"))
@@ -136,6 +141,16 @@ def read_items(path: Path) -> tuple[list[CorpusItem], list[Skipped]]:
     if path.suffix in CODE_SUFFIXES:
         unit = SourceUnit(str(path), CODE_SUFFIXES[path.suffix], text)
         return [CorpusItem(str(path), None, text, (unit,))], []
+    if path.suffix in JSON_SUFFIXES:
+        try:
+            return [CorpusItem(str(path), None, text, (), json.loads(text))], []
+        except json.JSONDecodeError as exc:
+            return [], [Skipped(str(path), f"invalid JSON: {exc.msg} at line {exc.lineno}")]
+    if path.suffix not in ROW_SUFFIXES:
+        try:
+            return [CorpusItem(str(path), None, text, (), tutorial_to_json(path))], []
+        except CorpusError as exc:
+            return [], [Skipped(str(path), str(exc))]
     items: list[CorpusItem] = []
     skipped: list[Skipped] = []
     for number, line in enumerate(text.split("\n"), start=1):
@@ -153,5 +168,5 @@ def read_items(path: Path) -> tuple[list[CorpusItem], list[Skipped]]:
         units = tuple(
             SourceUnit(str(path), "python", code, row=number, fence=index) for index, code in enumerate(_fences(fields))
         )
-        items.append(CorpusItem(str(path), number, fields, units))
+        items.append(CorpusItem(str(path), number, fields, units, row))
     return items, skipped

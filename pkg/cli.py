@@ -110,7 +110,8 @@ def cli() -> None:
 @click.option("--embedder", default=DEFAULT_SPEC, show_default=True, help=f"Embedding model: {SPEC_HELP}.")
 @click.option("--parts", default=",".join(PARTS), show_default=True,
               help="What to build, comma-separated: functions (NAME/IMPL/BLOCK for func, block, bm25-func), "
-                   "rows (ROW for bm25-rows, dense-rows), chunks (CHUNK for chunk, hybrid).")
+                   "rows (ROW for bm25-rows, dense-rows), chunks (CHUNK for chunk, hybrid), "
+                   "json (PATH/PATHVALUE for json).")
 @click.option("--chunk-size", type=click.IntRange(min=1), default=DEFAULT_CHUNK_SIZE, show_default=True,
               help="Largest cAST chunk, in non-whitespace characters.")
 @click.option("--prepare-pruning/--no-prepare-pruning", default=True, show_default=True,
@@ -118,9 +119,11 @@ def cli() -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, embedder: str, parts: str,
           chunk_size: int, prepare_pruning: bool, fmt: str) -> None:
-    """Build or extend a PKG from PATHS: Python files, directories (walked recursively) and JSONL
-    files of instruction/input/output rows with ```python fences. BM25 indexes are kept in --db,
-    whichever the store."""
+    """Build or update a PKG from PATHS: code files (Python, JavaScript, TypeScript, Java, Go, Rust,
+    C, C++, C#), tutorials (Markdown, reStructuredText, HTML), JSON files, JSONL files of
+    instruction/input/output rows with ```python fences, and directories of them (walked
+    recursively). Only files that changed since the last build are processed. BM25 indexes are
+    kept in --db, whichever the store."""
     from ingest.build import load, parse_corpus
     from retrieval.lexical import refresh_indexes
 
@@ -187,7 +190,7 @@ def _query_embedder(graph: GraphStore, spec: str | None, cache_dir: Path) -> Emb
 @click.option("--mode", type=click.Choice([m.value for m in Mode]), default="func", show_default=True,
               help="func / block: PKG functions or blocks by vector, pruned; bm25-rows / bm25-func: BM25 over "
                    "whole corpus items / functions; dense-rows: whole items by vector; hybrid: BM25 + vector "
-                   "fused by weighted RRF; chunk: cAST chunks by vector.")
+                   "fused by weighted RRF; chunk: cAST chunks by vector; json: JSON/tutorial leaves (JSON-PKG).")
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Number of results.")
 @click.option("--no-prune", is_flag=True, help="Return retrieved code as is, without pruning (func, block).")
 @click.option("--neighbour", type=click.Choice([n.value for n in Neighbour]), default="none", show_default=True,
@@ -197,19 +200,20 @@ def _query_embedder(graph: GraphStore, spec: str | None, cache_dir: Path) -> Emb
 @click.option("--sparse-weight", type=float, default=SPARSE_WEIGHT, show_default=True, help="Hybrid: BM25 weight.")
 @click.option("--dense-weight", type=float, default=DENSE_WEIGHT, show_default=True, help="Hybrid: vector weight.")
 @click.option("--rrf-k", type=click.IntRange(min=1), default=RRF_K, show_default=True, help="Hybrid: RRF constant.")
+@click.option("--with-titles", is_flag=True, help="json: prefix each leaf with the titles along its path.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "prompt"]), default="text", show_default=True,
               help="text: readable results; json: results and prompt; prompt: the augmented prompt only.")
 @click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
 @_db_option
 @_cache_option
 def query(text: str, mode: str, k: int, no_prune: bool, neighbour: str, hybrid_unit: str, sparse_weight: float,
-          dense_weight: float, rrf_k: int, fmt: str, embedder: str | None, db_dir: Path, store: str,
+          dense_weight: float, rrf_k: int, with_titles: bool, fmt: str, embedder: str | None, db_dir: Path, store: str,
           cache_dir: Path) -> None:
     """Retrieve context for TEXT (a task description or code) from the PKG."""
     from retrieval.search import Options, retrieve
 
     options = Options(neighbour=Neighbour(neighbour), hybrid_unit=hybrid_unit, sparse_weight=sparse_weight,
-                      dense_weight=dense_weight, rrf_k=rrf_k)
+                      dense_weight=dense_weight, rrf_k=rrf_k, with_titles=with_titles)
     with _opened(store, db_dir) as graph:
         model = _query_embedder(graph, embedder, cache_dir)
         answer = retrieve(graph, model, text, mode, k, not no_prune, db_dir=db_dir, options=options)
@@ -222,8 +226,9 @@ def query(text: str, mode: str, k: int, no_prune: bool, neighbour: str, hybrid_u
     else:
         for rank, r in enumerate(answer.results, start=1):
             where = r.path if r.row is None else f"{r.path}#row{r.row}"
-            pruned = "" if r.pruned_text == r.text else "  (pruned)"
-            click.echo(f"{rank}. {r.name}  [{r.kind} {r.score:.3f}]  {where}:{r.lines[0]}-{r.lines[1]}{pruned}")
+            where += f":{r.lines[0]}-{r.lines[1]}" if r.lines[0] else ""
+            pruned = "  (pruned)" if r.kind in ("IMPL", "BLOCK") and r.pruned_text != r.text else ""
+            click.echo(f"{rank}. {r.name}  [{r.kind} {r.score:.3f}]  {where}{pruned}")
             click.echo(r.pruned_text.rstrip() + "\n")
 
 

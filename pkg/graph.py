@@ -11,13 +11,15 @@ import numpy as np
 
 
 class Label(StrEnum):
-    """Node labels; every one of them carries an embedding."""
+    """Node labels; all but PATH carry an embedding."""
 
     NAME = "NAME"  # a function's qualified name
     IMPL = "IMPL"  # a function's full source
     BLOCK = "BLOCK"  # a compound statement inside a function
     ROW = "ROW"  # a corpus item as a whole: a file, or a JSONL row
     CHUNK = "CHUNK"  # a cAST chunk of a file (or of a JSONL row's code fence)
+    PATH = "PATH"  # an internal key of a JSON document (not embedded)
+    PATHVALUE = "PATHVALUE"  # a primitive leaf of a JSON document: "path = a/b/c ; value = ..."
 
 
 class Rel(StrEnum):
@@ -27,9 +29,10 @@ class Rel(StrEnum):
     HAS_BLOCK = "HAS_BLOCK"  # IMPL -> each top-level block of its body
     PARENT = "PARENT"  # BLOCK -> each directly nested BLOCK
     NEXT = "NEXT"  # CHUNK -> the following CHUNK of the same file
+    JSON_CHILD = "JSON_CHILD"  # PATH -> each child PATH or PATHVALUE
 
 
-EMBEDDED_LABELS: tuple[Label, ...] = tuple(Label)
+EMBEDDED_LABELS: tuple[Label, ...] = tuple(label for label in Label if label is not Label.PATH)
 
 
 def content_id(*parts: object) -> str:

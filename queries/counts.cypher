@@ -2,11 +2,13 @@
 RETURN
     {
         NAME: COUNT { (:NAME) }, IMPL: COUNT { (:IMPL) }, BLOCK: COUNT { (:BLOCK) },
-        ROW: COUNT { (:ROW) }, CHUNK: COUNT { (:CHUNK) }
+        ROW: COUNT { (:ROW) }, CHUNK: COUNT { (:CHUNK) },
+        PATH: COUNT { (:PATH) }, PATHVALUE: COUNT { (:PATHVALUE) }
     } AS nodes,
     {
         HAS_IMPL: COUNT { ()-[:HAS_IMPL]->() },
         HAS_BLOCK: COUNT { ()-[:HAS_BLOCK]->() },
         PARENT: COUNT { ()-[:PARENT]->() },
-        NEXT: COUNT { ()-[:NEXT]->() }
+        NEXT: COUNT { ()-[:NEXT]->() },
+        JSON_CHILD: COUNT { ()-[:JSON_CHILD]->() }
     } AS relationships

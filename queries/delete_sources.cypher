@@ -12,6 +12,10 @@ CALL (path) {
   UNION ALL
     MATCH (n:CHUNK {source: path}) RETURN n
   UNION ALL
+    MATCH (n:PATH {source: path}) RETURN n
+  UNION ALL
+    MATCH (n:PATHVALUE {source: path}) RETURN n
+  UNION ALL
     MATCH (n:PKG_SOURCE {path: path}) RETURN n
 }
 DETACH DELETE n

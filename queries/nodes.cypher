@@ -12,6 +12,10 @@ CALL (id) {
     MATCH (n:ROW {id: id}) RETURN n, 'ROW' AS label
   UNION ALL
     MATCH (n:CHUNK {id: id}) RETURN n, 'CHUNK' AS label
+  UNION ALL
+    MATCH (n:PATH {id: id}) RETURN n, 'PATH' AS label
+  UNION ALL
+    MATCH (n:PATHVALUE {id: id}) RETURN n, 'PATHVALUE' AS label
 }
 RETURN id, label, n {.*, embedding: null} AS props
 ORDER BY position

@@ -1,5 +1,5 @@
-"""Retrieval modes over one built corpus: PKG (func, block), the paper's baselines (bm25-rows,
-bm25-func, dense-rows), hybrid BM25 + dense fusion, and cAST chunks with neighbours."""
+"""Retrieval modes over one built corpus: PKG (func, block, json), the paper's baselines
+(bm25-rows, bm25-func, dense-rows), hybrid BM25 + dense fusion, and cAST chunks with neighbours."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ class Mode(StrEnum):
     DENSE_ROWS = "dense-rows"  # the paper's VoyageEmb arm: whole items by vector (any embedder)
     HYBRID = "hybrid"  # BM25 and dense rankings of one unit fused by weighted RRF
     CHUNK = "chunk"  # cAST chunks by vector, optionally with a neighbour
+    JSON = "json"  # JSON-PKG: PATHVALUE leaves of JSON documents and tutorials by vector
 
 
 class Neighbour(StrEnum):
@@ -53,6 +54,7 @@ class Options:
     sparse_weight: float = SPARSE_WEIGHT
     dense_weight: float = DENSE_WEIGHT
     rrf_k: int = RRF_K
+    with_titles: bool = False  # json: prefix each leaf with the titles along its path
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,8 @@ def retrieve(
         results = _plain_results(q, q.dense(Label.ROW, k))
     elif mode is Mode.CHUNK:
         results = _plain_results(q, q.dense(Label.CHUNK, k))
+    elif mode is Mode.JSON:
+        results = _json_results(q, q.dense(Label.PATHVALUE, k))
     else:
         results = _hybrid(q, k)
     return Retrieval(results, augmented_prompt(query, [_item(r) for r in results]))
@@ -206,6 +210,18 @@ def _plain_results(q: _Query, hits: Sequence[tuple[str, float]]) -> list[Result]
         else:
             lines, text = (1, props["lines"]), props["text"]
         results.append(Result(doc, node.label.value, name, props["source"], props.get("row"), lines, score, text, text))
+    return results
+
+
+def _json_results(q: _Query, hits: Sequence[tuple[str, float]]) -> list[Result]:
+    """PATHVALUE hits: the payload, optionally behind the titles along its path."""
+    nodes = {n.id: n for n in q.store.nodes([doc for doc, _ in hits])}
+    results = []
+    for doc, score in hits:
+        props = nodes[doc].props
+        shown = f"[{props['titles']}] {props['text']}" if q.options.with_titles and props.get("titles") else props["text"]
+        results.append(Result(doc, Label.PATHVALUE.value, props["path"], props["source"], props.get("row"), (0, 0),
+                              score, props["text"], shown))
     return results
 
 

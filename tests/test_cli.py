@@ -40,9 +40,10 @@ def _stats(db: Path) -> dict:
 
 def test_stats_counts_nodes_and_relationships(built: Path) -> None:
     stats = _stats(built)
-    # ROW: shapes.py and the two JSONL rows; CHUNK: one per file or fence, all small, so no NEXT.
-    assert stats["nodes"] == {"BLOCK": 10, "CHUNK": 3, "IMPL": 7, "NAME": 7, "ROW": 3}
-    assert stats["relationships"] == {"HAS_BLOCK": 6, "HAS_IMPL": 7, "PARENT": 4}
+    # ROW: shapes.py and the two JSONL rows; CHUNK: one per file or fence, all small, so no NEXT;
+    # each JSONL row is a JSON document: a root PATH and three PATHVALUE leaves.
+    assert stats["nodes"] == {"BLOCK": 10, "CHUNK": 3, "IMPL": 7, "NAME": 7, "PATH": 2, "PATHVALUE": 6, "ROW": 3}
+    assert stats["relationships"] == {"HAS_BLOCK": 6, "HAS_IMPL": 7, "JSON_CHILD": 6, "PARENT": 4}
     assert (stats["embedder"], stats["dims"]) == ("st:all-MiniLM-L6-v2", 384)
 
 
@@ -50,8 +51,13 @@ def test_rebuild_is_idempotent_and_uses_the_cache(built: Path, env: dict[str, st
     before = _stats(built)
     done = run_cli("build", str(CORPUS), "--db", str(built), "--format", "json", env_extra=env)
     report = json.loads(done.stdout)
-    assert report["texts_embedded"] == 0 and report["texts_from_cache"] > 0
+    assert (report["files"], report["unchanged_files"], report["nodes"], report["texts_embedded"]) == (0, 2, 0, 0)
     assert _stats(built) == before
+    other = run_cli("build", str(CORPUS), "--db", str(built), "--chunk-size", "100", "--format", "json",
+                    env_extra=env)
+    report = json.loads(other.stdout)  # other settings: every file is built again, from the cache
+    assert (report["files"], report["unchanged_files"]) == (2, 0) and report["texts_from_cache"] > 0
+    assert _stats(built)["nodes"]["CHUNK"] > before["nodes"]["CHUNK"]
 
 
 def test_query_json_projects_hits_to_functions(built: Path, env: dict[str, str]) -> None:

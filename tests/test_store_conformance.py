@@ -253,8 +253,8 @@ def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: Cache
     stats = run_cli("stats", "--store", "neo4j", "--format", "json", env_extra=env)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout) == {
-        "nodes": {"BLOCK": 10, "CHUNK": 3, "IMPL": 7, "NAME": 7, "ROW": 3},
-        "relationships": {"HAS_BLOCK": 6, "HAS_IMPL": 7, "PARENT": 4},
+        "nodes": {"BLOCK": 10, "CHUNK": 3, "IMPL": 7, "NAME": 7, "PATH": 2, "PATHVALUE": 6, "ROW": 3},
+        "relationships": {"HAS_BLOCK": 6, "HAS_IMPL": 7, "JSON_CHILD": 6, "PARENT": 4},
         "embedder": "st:all-MiniLM-L6-v2",
         "dims": 384,
     }

@@ -153,6 +153,15 @@ def _format(path: Path) -> str:
     )
 
 
+def is_tutorial(path: Path) -> bool:
+    """Whether a file is a tutorial this package converts (by its extension)."""
+    try:
+        _format(path)
+    except CorpusError:
+        return False
+    return True
+
+
 def tutorial_to_json(path: Path) -> dict[str, Any]:
     """Convert one tutorial file to the JSON document, choosing the converter by file extension."""
     # Imported here: the converters import the shared model above from this package.

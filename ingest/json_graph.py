@@ -1,0 +1,81 @@
+"""A JSON document as a DAG of path nodes (PKG paper, section 3.1.2).
+
+The document is a rooted tree of keys; an array contributes its indices to the path. Every key
+whose value is an object or an array is a PATH node; every key whose value is a primitive is a
+PATHVALUE node whose payload is `path = a/b/c ; value = ...`; JSON_CHILD edges go from a path to
+each of its children. The document itself is the root PATH (path ""). Keys are escaped as in JSON
+Pointer (`~` as `~0`, `/` as `~1`) so that paths stay unambiguous.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ingest.graph_builder import UnitGraph
+from pkg.graph import Edge, Label, Node, Rel, content_id, text_hash
+
+#: Keys whose string values name their object: a leaf's titles are those of its ancestors.
+TITLE_KEY = "title"
+
+
+def payload(path: str, value: Any) -> str:
+    """The text a PATHVALUE is embedded and returned by."""
+    return f"path = {path} ; value = {render(value)}"
+
+
+def render(value: Any) -> str:
+    """A primitive as text: strings as they are, other values as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def json_graph(document: Any, source: str, row: int | None = None) -> UnitGraph:
+    """PATH and PATHVALUE nodes of a JSON document, with their JSON_CHILD edges."""
+    graph = UnitGraph()
+    root = Node(content_id(Label.PATH, source, row, ""), Label.PATH, {"source": source, "row": row, "path": ""})
+    graph.nodes.append(root)
+    _children(document, root.id, "", (), source, row, graph)
+    return graph
+
+
+def _children(
+    value: Any, parent: str, path: str, titles: tuple[str, ...], source: str, row: int | None, graph: UnitGraph
+) -> None:
+    if isinstance(value, dict):
+        title = value.get(TITLE_KEY)
+        inner = (*titles, title) if isinstance(title, str) and title else titles
+        items: list[tuple[str, Any]] = [(_escape(str(k)), v) for k, v in value.items()]
+    elif isinstance(value, list):
+        inner, items = titles, [(str(i), v) for i, v in enumerate(value)]
+    else:
+        return
+    for key, child in items:
+        child_path = f"{path}/{key}" if path else key
+        if isinstance(child, dict | list):
+            node = Node(
+                content_id(Label.PATH, source, row, child_path),
+                Label.PATH,
+                {"source": source, "row": row, "path": child_path},
+            )
+            graph.nodes.append(node)
+            _children(child, node.id, child_path, inner, source, row, graph)
+        else:
+            text = payload(child_path, child)
+            node = Node(
+                content_id(Label.PATHVALUE, source, row, child_path, text_hash(text)),
+                Label.PATHVALUE,
+                {
+                    "source": source,
+                    "row": row,
+                    "path": child_path,
+                    "value": render(child),
+                    "text": text,
+                    "titles": " > ".join(inner),
+                },
+            )
+            graph.nodes.append(node)
+        graph.edges.append(Edge(parent, Rel.JSON_CHILD, node.id))
