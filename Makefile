@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STDLIB := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
 DEMO_DB := .pkg-demo
-DEMO_CORPUS := $(addprefix $(STDLIB)/,json textwrap.py heapq.py bisect.py statistics.py difflib.py shlex.py fractions.py)
+DEMO_CORPUS := $(addprefix $(STDLIB)/,json textwrap.py heapq.py bisect.py statistics.py difflib.py shlex.py fractions.py) README.md
 
 .PHONY: demo test
 
@@ -14,13 +14,15 @@ $(BIN)/pkg: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-# Build a PKG from a slice of the standard library on the embedded store, then query it.
+# Build a PKG from a slice of the standard library and this README (a tutorial) on the embedded
+# store, then ask it for code and for tutorial text.
 demo: $(BIN)/pkg
 	$(BIN)/pkg build $(DEMO_CORPUS) --db $(DEMO_DB)
 	$(BIN)/pkg stats --db $(DEMO_DB)
 	$(BIN)/pkg query "split a shell command line into arguments, honouring quotes" --db $(DEMO_DB) -k 2
 	$(BIN)/pkg query "find the longest matching block in two sequences" --mode block --db $(DEMO_DB) -k 2
 	$(BIN)/pkg query "median of the data" --mode bm25-func --db $(DEMO_DB) -k 1
+	$(BIN)/pkg query "how do I start Neo4j without Docker" --mode json --with-titles --db $(DEMO_DB) -k 2
 
 # Debian packages the tests read: the Python documentation is the real tutorial corpus.
 TEST_PACKAGES := python3.11-doc

@@ -148,7 +148,7 @@ def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, em
         return
     click.echo(f"built PKG in {where} ({store} store, {info.name if info else '?'}, {info.dim if info else '?'} dims)")
     click.echo(f"  files built: {report.files}  unchanged: {report.unchanged_files}  removed: {report.removed_files}")
-    click.echo(f"  rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}  chunks: {report.chunks}")
+    click.echo(f"  JSONL rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}  chunks: {report.chunks}")
     click.echo(f"  nodes: {report.nodes}  relationships: {report.edges}")
     click.echo(f"  texts embedded: {report.texts_embedded}  from cache: {report.texts_from_cache}"
                f"  (incl. {report.pruning_variants} pruning variants)")
