@@ -1,0 +1,146 @@
+"""Graph-write throughput and query latency on both stores, on a real corpus of ≥ 20k functions.
+
+Starts its own Neo4j (docker/neo4j-start.sh) unless NEO4J_URI is set (then that database is
+WIPED first). Embeddings come through the persistent cache, so a second run embeds nothing.
+Writes JSON to bench/results/.
+
+    python bench/bench_stores.py [--functions 20000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(Path(__file__).parent), str(ROOT)]
+from corpora import stdlib_corpus  # noqa: E402
+
+from ingest.build import embed_texts, parse_corpus, pruning_variants  # noqa: E402
+from pkg.config import default_cache_dir  # noqa: E402
+from pkg.embedders import make_embedder  # noqa: E402
+from pkg.graph import Node  # noqa: E402
+from pkg.stores.base import EmbedderInfo, GraphStore  # noqa: E402
+from pkg.stores.embedded import EmbeddedStore  # noqa: E402
+from pkg.stores.neo4j_store import Neo4jStore  # noqa: E402
+from retrieval.search import retrieve  # noqa: E402
+from tests.neo4j_server import wipe  # noqa: E402
+
+BATCH = 2000
+
+
+@contextmanager
+def neo4j_uri() -> Iterator[str]:
+    """NEO4J_URI if set (wiped by the caller), else a fresh local Neo4j for the run."""
+    if os.environ.get("NEO4J_URI"):
+        yield os.environ["NEO4J_URI"]
+        return
+    with tempfile.TemporaryDirectory() as home:
+        port = "17688"
+        uri = subprocess.run(
+            [ROOT / "docker" / "neo4j-start.sh", "--home", home, "--port", port],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()
+        try:
+            yield uri
+        finally:
+            subprocess.run([ROOT / "docker" / "neo4j-stop.sh", "--home", home], check=False)
+
+
+def write_throughput(store: GraphStore, nodes: list[Node], edges: list, info: EmbedderInfo) -> dict:
+    """Nodes (with vectors) then relationships, in batches, timed separately."""
+    store.check_embedder(info, record=True)
+    started = time.perf_counter()
+    for start in range(0, len(nodes), BATCH):
+        store.write(nodes[start : start + BATCH], [])
+    node_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for start in range(0, len(edges), BATCH):
+        store.write([], edges[start : start + BATCH])
+    edge_s = time.perf_counter() - started
+    return {"nodes": len(nodes), "nodes_per_s": len(nodes) / node_s, "relationships": len(edges),
+            "relationships_per_s": len(edges) / edge_s, "seconds": node_s + edge_s}
+
+
+def latency(run: Callable[[str], object], queries: list[str]) -> dict:
+    for query in queries[:5]:
+        run(query)  # warm-up: caches, JIT, page cache
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        run(query)
+        times.append((time.perf_counter() - started) * 1000)
+    return {"queries": len(times), "p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--functions", type=int, default=20000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+
+    files, expected = stdlib_corpus(args.functions)
+    started = time.perf_counter()
+    corpus = parse_corpus(files)
+    parse_s = time.perf_counter() - started
+    embedder = make_embedder("minilm", default_cache_dir())
+    started = time.perf_counter()
+    texts = [n.embed_text for n in corpus.nodes] + pruning_variants(corpus.units)
+    vectors = embed_texts(texts, embedder, lambda *_: None)
+    embed_s = time.perf_counter() - started
+    nodes = [replace(n, vector=vectors[n.embed_text]) for n in corpus.nodes]
+    edges = [e for unit in corpus.units for e in unit.edges]
+    info = EmbedderInfo(embedder.name, embedder.dim)
+
+    functions = [ast.parse(n.props["text"]).body[0] for n in corpus.nodes if n.label == "IMPL"]
+    docs = (ast.get_docstring(f) for f in functions if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef))
+    queries = list(dict.fromkeys(d.strip().split("\n")[0] for d in docs if d and len(d.strip()) > 20))
+    queries = queries[:: max(1, len(queries) // args.queries)][: args.queries]
+
+    result: dict = {
+        "benchmark": "store write throughput and query latency",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "corpus": {"files": len(files), "functions": corpus.report.functions, "ast_functions": expected,
+                   "blocks": corpus.report.blocks, "nodes": len(nodes), "relationships": len(edges),
+                   "texts_embedded_or_cached": len(vectors), "parse_s": parse_s, "embed_s": embed_s},
+        "stores": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp, neo4j_uri() as uri:
+        stores: dict[str, Callable[[], GraphStore]] = {
+            "embedded": lambda: EmbeddedStore(Path(tmp) / "db", create=True),
+            "neo4j": lambda: Neo4jStore(uri),
+        }
+        for kind, opener in stores.items():
+            store = opener()
+            if kind == "neo4j":
+                wipe(uri)
+            figures = {"write": write_throughput(store, nodes, edges, info)}
+            for mode in ("func", "block"):
+                figures[f"query_{mode}"] = latency(lambda q, m=mode: retrieve(store, embedder, q, m, k=1), queries)
+            store.close()
+            result["stores"][kind] = figures
+            print(kind, json.dumps(figures), flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"stores-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
