@@ -24,10 +24,10 @@ from pathlib import Path
 from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_parser
 
+from ingest.syntax_tree import dedented, describe, end_line, first_error
 from ingest.functions import Block, Extraction, Function, SyntaxIssue
 from ingest.languages import EXTENSIONS, LANGUAGES, LanguageSpec, node_text
 
-_INDENT_CHARS = " \t\f"
 _MODIFIER_LISTS = frozenset({"modifier", "modifiers", "function_modifiers"})
 
 
@@ -132,15 +132,15 @@ class _Walker:
 
     def _make(self, kind: str, start: int, node: Node, children: tuple[Block, ...]) -> Block:
         """Build a block from line ``start`` to ``node``'s last line."""
-        end = _end_line(node)
-        return Block(kind, start, end, _dedented(self.lines[start - 1 : end]), children)
+        end = end_line(node)
+        return Block(kind, start, end, dedented(self.lines[start - 1 : end]), children)
 
     def _record(self, node: Node, qualname: str, block: Block, is_async: bool) -> None:
         """Record the function of ``block``, or an issue if it does not parse."""
         self.function_ids.add(node.id)
-        error = _first_error(node)
+        error = first_error(node)
         if error is not None:
-            message = f"function {qualname!r} does not parse: {_describe(error)}"
+            message = f"function {qualname!r} does not parse: {describe(error)}"
             self.issues.append(SyntaxIssue(block.start_line, message))
             return
         function = Function(
@@ -202,49 +202,6 @@ def _is_async(node: Node) -> bool:
     )
 
 
-def _dedented(lines: list[str]) -> str:
-    """Join ``lines``, removing the first line's indentation from every line starting with it.
-
-    Lines without that prefix (in multi-line strings or comments) are kept as
-    they are, like the Python extractor does.
-    """
-    first = lines[0]
-    indent = first[: len(first) - len(first.lstrip(_INDENT_CHARS))]
-    return "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines)
-
-
-def _end_line(node: Node) -> int:
-    """Return the 1-based last line of ``node``'s last real token (no trailing comments)."""
-    while True:
-        tokens = [c for c in node.children if _is_real(c)]
-        if not tokens:
-            return node.end_point.row + 1
-        node = tokens[-1]
-
-
-def _is_real(node: Node) -> bool:
-    """Whether ``node`` is neither a comment-like extra nor a zero-width node."""
-    return (node.has_error or not node.is_extra) and node.end_byte > node.start_byte
-
-
-def _first_error(node: Node) -> Node | None:
-    """Return the first ERROR or MISSING node in ``node``'s subtree, in source order."""
-    while node.has_error:
-        child = next((c for c in node.children if c.has_error), None)
-        if node.is_error or node.is_missing or child is None:
-            return node
-        node = child
-    return None
-
-
-def _describe(node: Node) -> str:
-    """Return a one-line description of an ERROR or MISSING node."""
-    start, end = node.start_point.row + 1, _end_line(node)
-    if node.is_missing:
-        return f"missing {node.type!r} at line {start}"
-    return f"unparsable line {start}" if start == end else f"unparsable lines {start}-{end}"
-
-
 def _outside_errors(root: Node, function_ids: set[int]) -> list[SyntaxIssue]:
     """Report each ERROR/MISSING region outside all functions (which report their own)."""
     issues: list[SyntaxIssue] = []
@@ -254,7 +211,7 @@ def _outside_errors(root: Node, function_ids: set[int]) -> list[SyntaxIssue]:
         if node.id in function_ids:
             continue
         if node.is_error or node.is_missing:
-            message = f"{_describe(node)} outside any function"
+            message = f"{describe(node)} outside any function"
             issues.append(SyntaxIssue(node.start_point.row + 1, message))
         elif node.has_error:
             stack.extend(c for c in node.children if c.has_error)

@@ -10,6 +10,7 @@ from functools import cache
 from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_parser
 
+from ingest.syntax_tree import dedented, describe, end_line, first_error
 from ingest.functions import Block, Extraction, Function, SyntaxIssue
 
 _KINDS = {
@@ -36,7 +37,6 @@ _CONTAINERS = frozenset(
         "case_clause",
     }
 )
-_INDENT_CHARS = " \t\f"
 
 
 @cache
@@ -89,7 +89,7 @@ class _Walker:
         ``node`` is ``definition`` itself or the decorated definition wrapping it.
         """
         kind = _kind(definition)
-        start, end = node.start_point.row + 1, _end_line(node)
+        start, end = node.start_point.row + 1, end_line(node)
         qualname = prefix + _name(definition)
         if kind.endswith("def"):
             inner_prefix = qualname + ".<locals>."
@@ -98,7 +98,7 @@ class _Walker:
         else:
             inner_prefix = prefix
         children = self.blocks_under(definition, inner_prefix)
-        block = Block(kind, start, end, _dedented(self.lines[start - 1 : end]), children)
+        block = Block(kind, start, end, dedented(self.lines[start - 1 : end]), children)
         if kind.endswith("def"):
             self._add_function(node, qualname, block)
         return block
@@ -119,17 +119,6 @@ class _Walker:
             is_async=block.kind == "async def",
         )
         self.functions.append(function)
-
-
-def _dedented(lines: list[str]) -> str:
-    """Join ``lines``, removing the first line's indentation from every line starting with it.
-
-    Lines without that prefix (inside multi-line strings, continuations, comments)
-    are kept as they are, unlike ``textwrap.dedent``.
-    """
-    first = lines[0]
-    indent = first[: len(first) - len(first.lstrip(_INDENT_CHARS))]
-    return "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines)
 
 
 def _definition(node: Node) -> Node | None:
@@ -156,24 +145,6 @@ def _name(node: Node) -> str:
     return unicodedata.normalize("NFKC", name.text.decode("utf-8", "replace"))
 
 
-def _end_line(node: Node) -> int:
-    """Return the 1-based last line of ``node``'s last real token.
-
-    Trailing comments are ignored (tree-sitter-python lets a block absorb the
-    comments after its last statement), as are zero-width error-recovery nodes.
-    """
-    while True:
-        tokens = [c for c in node.children if _is_real(c)]
-        if not tokens:
-            return node.end_point.row + 1
-        node = tokens[-1]
-
-
-def _is_real(node: Node) -> bool:
-    """Whether ``node`` is neither a comment-like extra nor a zero-width node."""
-    return (node.has_error or not node.is_extra) and node.end_byte > node.start_byte
-
-
 def _ast_error(text: str, first_line: int) -> str | None:
     """Return why ``ast`` rejects ``text`` (starting at ``first_line``), or None."""
     try:
@@ -198,26 +169,8 @@ def _parse_quietly(text: str) -> None:
 
 def _tree_error(node: Node) -> str | None:
     """Describe the first ERROR or MISSING node under ``node``, or return None."""
-    error = _first_error(node)
-    return None if error is None else f"tree-sitter {_describe(error)}"
-
-
-def _first_error(node: Node) -> Node | None:
-    """Return the first ERROR or MISSING node in ``node``'s subtree, in source order."""
-    while node.has_error:
-        child = next((c for c in node.children if c.has_error), None)
-        if node.is_error or node.is_missing or child is None:
-            return node
-        node = child
-    return None
-
-
-def _describe(node: Node) -> str:
-    """Return a one-line description of an ERROR or MISSING node."""
-    start, end = node.start_point.row + 1, _end_line(node)
-    if node.is_missing:
-        return f"missing {node.type!r} at line {start}"
-    return f"unparsable line {start}" if start == end else f"unparsable lines {start}-{end}"
+    error = first_error(node)
+    return None if error is None else f"tree-sitter {describe(error)}"
 
 
 def _module_errors(root: Node) -> list[SyntaxIssue]:
@@ -230,7 +183,7 @@ def _module_errors(root: Node) -> list[SyntaxIssue]:
         if definition is not None and definition.type == "function_definition":
             continue
         if node.is_error or node.is_missing:
-            message = f"{_describe(node)} outside any function"
+            message = f"{describe(node)} outside any function"
             issues.append(SyntaxIssue(node.start_point.row + 1, message))
         elif node.has_error:
             stack.extend(c for c in node.children if c.has_error)
