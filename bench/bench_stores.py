@@ -32,7 +32,7 @@ from corpora import stdlib_corpus  # noqa: E402
 from ingest.build import embed_texts, parse_corpus, pruning_variants  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
 from pkg.embedders import make_embedder  # noqa: E402
-from pkg.graph import Node  # noqa: E402
+from pkg.graph import EMBEDDED_LABELS, Node  # noqa: E402
 from pkg.stores.base import EmbedderInfo, GraphStore  # noqa: E402
 from pkg.stores.embedded import EmbeddedStore  # noqa: E402
 from pkg.stores.neo4j_store import Neo4jStore  # noqa: E402
@@ -99,10 +99,10 @@ def main() -> None:
     parse_s = time.perf_counter() - started
     embedder = make_embedder("minilm", default_cache_dir())
     started = time.perf_counter()
-    texts = [n.embed_text for n in corpus.nodes] + pruning_variants(corpus.units)
+    texts = [n.embed_text for n in corpus.nodes if n.label in EMBEDDED_LABELS] + pruning_variants(corpus.units)
     vectors = embed_texts(texts, embedder, lambda *_: None)
     embed_s = time.perf_counter() - started
-    nodes = [replace(n, vector=vectors[n.embed_text]) for n in corpus.nodes]
+    nodes = [replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n for n in corpus.nodes]
     edges = [e for unit in corpus.units for e in unit.edges]
     info = EmbedderInfo(embedder.name, embedder.dim)
 

@@ -18,6 +18,7 @@ import pytest
 from ingest.build import ParsedCorpus, build, parse_corpus, pruning_variants
 from pkg.embedders import CachedEmbedder, EmbeddingCache
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.graph import EMBEDDED_LABELS
 from pkg.stores.base import GraphSnapshot, GraphStore
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
@@ -66,7 +67,7 @@ def assert_same_graph(actual: GraphSnapshot, expected: GraphSnapshot) -> None:
 
 def _texts(corpus: ParsedCorpus) -> set[str]:
     """Every text a build of the corpus embeds."""
-    return {n.embed_text for n in corpus.nodes} | set(pruning_variants(corpus.units))
+    return {n.embed_text for n in corpus.nodes if n.label in EMBEDDED_LABELS} | set(pruning_variants(corpus.units))
 
 
 def _corpus(root: Path) -> Path:
