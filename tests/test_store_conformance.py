@@ -26,6 +26,8 @@ from tests.conftest import FIXTURES, STDLIB_SLICE, run_cli
 from tests.neo4j_server import free_port, wipe
 
 KINDS = ("embedded", "neo4j")
+#: The labels a code corpus fills; JSON-PKG's PATHVALUE is checked on both stores in test_json_pkg.py.
+CODE_LABELS = tuple(label for label in EMBEDDED_LABELS if label is not Label.PATHVALUE)
 K = 10
 
 
@@ -121,7 +123,7 @@ def test_rebuild_is_idempotent(corpus: Corpus, module_embedder: CachedEmbedder, 
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("label", EMBEDDED_LABELS)
+@pytest.mark.parametrize("label", CODE_LABELS)
 def test_a_stored_vector_finds_its_own_node(corpus: Corpus, kind: str, label: Label) -> None:
     of_label = [n for n in corpus.nodes if n.label is label]
     # Distinct texts can have (nearly) the same vector — the tokenizer ignores whitespace, so
@@ -139,7 +141,7 @@ def test_a_stored_vector_finds_its_own_node(corpus: Corpus, kind: str, label: La
         assert hit.score == pytest.approx(1.0, abs=1e-5)
 
 
-@pytest.mark.parametrize("label", EMBEDDED_LABELS)
+@pytest.mark.parametrize("label", CODE_LABELS)
 def test_hnsw_top_k_recall_against_exact_search(
     corpus: Corpus, text_queries: list[tuple[str, np.ndarray]], label: Label
 ) -> None:
