@@ -89,25 +89,26 @@ def _edit(root: Path) -> None:
         rows.write(json.dumps({"instruction": "Square", "input": "", "output": "```python\ndef sq(x):\n    return x * x\n```"}) + "\n")
 
 
-def test_edits_converge_to_a_clean_build(open_store: Opener, module_embedder: CachedEmbedder, tmp_path: Path) -> None:
+def test_edits_converge_to_a_clean_build(open_store: Opener, embedder: CachedEmbedder, tmp_path: Path) -> None:
+    """With a cache of its own, so that what it counts as embedded is what this test's builds embedded."""
     root = _corpus(tmp_path / "corpus")
     store = open_store("incremental")
     seen = _texts(parse_corpus([root]))
-    first = build([root], store, module_embedder)
+    first = build([root], store, embedder)
     assert first.files == 4 and first.unchanged_files == 0
     _edit(root)
     changed = _texts(parse_corpus([root], known=store.sources()))
-    misses = module_embedder.misses
-    second = build([root], store, module_embedder)
+    misses = embedder.misses
+    second = build([root], store, embedder)
     assert (second.files, second.unchanged_files, second.removed_files) == (3, 1, 1)  # heapq.py untouched
     # Nothing embedded before is embedded again: only the texts the edits brought.
-    assert module_embedder.misses - misses == second.texts_embedded == len(changed - seen) > 0
-    third = build([root], store, module_embedder)
+    assert embedder.misses - misses == second.texts_embedded == len(changed - seen) > 0
+    third = build([root], store, embedder)
     assert (third.files, third.unchanged_files, third.nodes) == (0, 4, 0)
     incremental = store.snapshot()
 
     clean = open_store("clean")
-    build([root], clean, module_embedder)
+    build([root], clean, embedder)
     assert_same_graph(incremental, clean.snapshot())
     assert {Path(p).name for p in incremental.sources} == {"heapq.py", "bisect.py", "textwrap.py", "alpaca.jsonl"}
 
