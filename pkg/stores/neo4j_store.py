@@ -35,12 +35,13 @@ from queries import cypher
 DEFAULT_URI = "bolt://127.0.0.1:7687"
 DEFAULT_USER = "neo4j"
 META_KEY = "pkg"
-#: Rows per UNWIND statement (bench/bench_neo4j_write.py: 500-2,000 write equally fast; 5,000 is slower).
+#: Rows per UNWIND statement (bench/bench_neo4j_write.py: 500, 1,000 and 5,000 write equally fast).
 BATCH = 1000
 INDEX_WAIT_SECONDS = 300
-#: HNSW graph parameters of the vector indexes (Neo4j's defaults). Inserting a vector into the graph
-#: is most of a write's server time: on 26k MiniLM vectors ef_construction 50 inserts ~1.7x faster
-#: than 100, with recall@10 (100 candidates) 0.986 instead of 0.990.
+#: HNSW graph parameters of the vector indexes (Neo4j's defaults). Inserting into the graphs is about
+#: half of a write's server time and bounds it: Lucene 9.11 alone (outside Neo4j) inserts 26k MiniLM
+#: vectors at 3,800/s on one core of a 2-core machine, 6,600/s with ef_construction 50, whose
+#: recall@10 from 100 candidates was 0.986-0.990 instead of 0.990-0.991 (bench/bench_neo4j_write.py).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 100
 #: Least number of neighbours asked of the HNSW index: recall@10 measured on 6k-9k MiniLM vectors
