@@ -27,6 +27,12 @@ def minilm() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder()
 
 
+@pytest.fixture(scope="module")
+def module_embedder(minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> CachedEmbedder:
+    """The real default model behind one cache for the whole test module."""
+    return CachedEmbedder(minilm, EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite"))
+
+
 @pytest.fixture()
 def embedder(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> CachedEmbedder:
     """The default model behind a fresh persistent cache."""

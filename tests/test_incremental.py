@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from ingest.build import ParsedCorpus, build, parse_corpus, pruning_variants
-from pkg.embedders import CachedEmbedder, EmbeddingCache
-from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.embedders import CachedEmbedder
 from pkg.graph import EMBEDDED_LABELS
 from pkg.stores.base import GraphSnapshot, GraphStore
 from pkg.stores.embedded import EmbeddedStore
@@ -26,11 +25,6 @@ from tests.conftest import FIXTURES, STDLIB
 from tests.neo4j_server import wipe
 
 Opener = Callable[[str], GraphStore]
-
-
-@pytest.fixture(scope="module")
-def module_embedder(minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> CachedEmbedder:
-    return CachedEmbedder(minilm, EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite"))
 
 
 @pytest.fixture(params=["embedded", "neo4j"])

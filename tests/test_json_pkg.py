@@ -9,8 +9,7 @@ import pytest
 
 from ingest.build import build
 from ingest.json_graph import json_graph
-from pkg.embedders import CachedEmbedder, EmbeddingCache
-from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.embedders import CachedEmbedder
 from pkg.graph import Label, Rel
 from pkg.stores.base import GraphStore
 from pkg.stores.embedded import EmbeddedStore
@@ -41,11 +40,6 @@ def test_a_document_becomes_paths_and_leaves() -> None:
     assert all(e.type is Rel.JSON_CHILD for e in graph.edges) and len(edges) == len(graph.nodes) - 1
     assert (ids["retries"], ids["retries/max"]) in edges and (ids[""], ids["title"]) in edges
     assert [n.id for n in json_graph(document, "config.json").nodes] == [n.id for n in graph.nodes]
-
-
-@pytest.fixture(scope="module")
-def module_embedder(minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> CachedEmbedder:
-    return CachedEmbedder(minilm, EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite"))
 
 
 @pytest.fixture(scope="module", params=["embedded", "neo4j"])

@@ -11,8 +11,7 @@ import pytest
 
 from ingest.build import build
 from ingest.chunking import chunk_source
-from pkg.embedders import CachedEmbedder, EmbeddingCache
-from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.embedders import CachedEmbedder
 from pkg.errors import ConfigError, StoreError, StoreNotFoundError
 from pkg.graph import Label
 from pkg.stores.base import GraphStore
@@ -36,11 +35,6 @@ class Built:
     def ask(self, query: str, mode: str, k: int = 3, **options: object) -> list:
         answer = retrieve(self.store, self.embedder, query, mode, k, db_dir=self.db_dir, options=Options(**options))
         return answer.results
-
-
-@pytest.fixture(scope="module")
-def module_embedder(minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> CachedEmbedder:
-    return CachedEmbedder(minilm, EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite"))
 
 
 @pytest.fixture(scope="module", params=["embedded", "neo4j"])

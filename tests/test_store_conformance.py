@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from ingest.build import BuildReport, build, parse_corpus
-from pkg.embedders import CachedEmbedder, EmbeddingCache
-from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.embedders import CachedEmbedder
 from pkg.errors import EmbedderMismatchError, StoreUnavailableError
 from pkg.graph import EMBEDDED_LABELS, Label, Node
 from pkg.stores import GraphStore, open_store
@@ -44,12 +43,6 @@ class Corpus:
     def reopen(self, kind: str) -> GraphStore:
         """A fresh connection to the same database."""
         return EmbeddedStore(self.embedded_dir) if kind == "embedded" else Neo4jStore(self.neo4j_uri)
-
-
-@pytest.fixture(scope="module")
-def module_embedder(minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory) -> CachedEmbedder:
-    """The real default model behind one cache for the whole module."""
-    return CachedEmbedder(minilm, EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite"))
 
 
 @pytest.fixture(scope="module")
