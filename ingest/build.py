@@ -216,9 +216,11 @@ def pruning_variants(units: list[UnitGraph]) -> list[str]:
     variants = []
     for unit in units:
         spans = branch_spans(unit)
+        langs = {node.id: node.props["lang"] for node in unit.nodes if node.label is Label.IMPL}
         for node in unit.nodes:
             if node.id in spans:
-                found = branch_variants(node.props["text"], node.props["start_line"], spans[node.id])
+                lang = langs[node.props.get("impl_id", node.id)]
+                found = branch_variants(node.props["text"], node.props["start_line"], spans[node.id], lang)
                 variants.extend(text for text, _ in found)
     return variants
 

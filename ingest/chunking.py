@@ -27,12 +27,11 @@ of the source, so the chunks concatenate to the source verbatim.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import NamedTuple
 
-from tree_sitter import Node, Parser
-from tree_sitter_language_pack import get_parser
+from tree_sitter import Node
 
+from ingest.syntax_tree import parser as grammar_parser
 from pkg.errors import ConfigError
 
 #: The bytes that do not count towards a chunk's size (``string.whitespace``).
@@ -81,22 +80,13 @@ def chunk_source(source: str, lang: str = "python", max_chunk_size: int = 2000) 
     """
     if max_chunk_size < 1:
         raise ConfigError(f"max_chunk_size must be at least 1, got {max_chunk_size}")
-    parser = _parser(lang)
+    parser = grammar_parser(lang)
     if not source:
         return []
     data = source.encode("utf-8")
     root = parser.parse(data).root_node
     windows = _Packer(data, max_chunk_size).tree(root)
     return _chunks(data, _cuts(data, windows))
-
-
-@cache
-def _parser(lang: str) -> Parser:
-    """Return the process-wide parser for ``lang``."""
-    try:
-        return get_parser(lang)  # type: ignore[arg-type]
-    except LookupError as error:
-        raise ConfigError(f"tree-sitter-language-pack has no parser for language {lang!r}") from error
 
 
 class _Piece(NamedTuple):

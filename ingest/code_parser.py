@@ -18,13 +18,11 @@ types as ``ingest.python_parser``:
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
-from tree_sitter import Node, Parser
-from tree_sitter_language_pack import get_parser
+from tree_sitter import Node
 
-from ingest.syntax_tree import dedented, describe, end_line, first_error
+from ingest.syntax_tree import dedented, describe, end_line, first_error, parser
 from ingest.functions import Block, Extraction, Function, SyntaxIssue
 from ingest.languages import EXTENSIONS, LANGUAGES, LanguageSpec, node_text
 
@@ -39,12 +37,6 @@ def language_for(path: Path) -> str | None:
     return EXTENSIONS.get(path.suffix)
 
 
-@cache
-def _parser(grammar: str) -> Parser:
-    """Return the process-wide tree-sitter parser for ``grammar``."""
-    return get_parser(grammar)  # type: ignore[arg-type]  # grammar names are checked by the tests
-
-
 def extract_code(source: str, lang: str) -> Extraction:
     """Extract every function (any depth) and its blocks from ``\\n``-separated ``lang`` source.
 
@@ -54,7 +46,7 @@ def extract_code(source: str, lang: str) -> Extraction:
     spec = LANGUAGES.get(lang)
     if spec is None:
         raise ValueError(f"unsupported language {lang!r}; expected one of {sorted(LANGUAGES)}")
-    root = _parser(spec.grammar).parse(source.encode("utf-8", "surrogatepass")).root_node
+    root = parser(spec.grammar).parse(source.encode("utf-8", "surrogatepass")).root_node
     walker = _Walker(spec, source.split("\n"))
     try:
         walker.blocks_under(root, "")

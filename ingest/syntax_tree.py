@@ -1,10 +1,28 @@
-"""Helpers shared by the tree-sitter extractors: spans, dedented texts, syntax errors."""
+"""Helpers shared by the tree-sitter users: parsers, spans, dedented texts, syntax errors."""
 
 from __future__ import annotations
 
-from tree_sitter import Node
+from functools import cache
+
+from tree_sitter import Node, Parser
+from tree_sitter_language_pack import get_parser
+
+from pkg.errors import ConfigError
 
 INDENT_CHARS = " \t\f"
+
+
+@cache
+def parser(grammar: str) -> Parser:
+    """Return the process-wide tree-sitter parser for ``grammar`` (a tree-sitter-language-pack name).
+
+    Raises:
+        ConfigError: the language pack has no such grammar.
+    """
+    try:
+        return get_parser(grammar)  # type: ignore[arg-type]
+    except LookupError as error:
+        raise ConfigError(f"tree-sitter-language-pack has no parser for language {grammar!r}") from error
 
 
 def dedented(lines: list[str]) -> str:

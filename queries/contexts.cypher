@@ -22,6 +22,6 @@ MATCH (name:NAME)-[:HAS_IMPL]->(impl)
 RETURN
     id, label, node.text AS text, node.start_line AS start_line, node.end_line AS end_line,
     impl.id AS impl_id,
-    name {.id, .name, .source, .row, .start_line, .end_line} AS name,
+    name {.id, .name, .source, .row, .lang, .start_line, .end_line} AS name,
     children
 ORDER BY position

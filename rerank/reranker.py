@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.prune import parses
+from retrieval.syntax_check import parses
 
 __all__ = ["Choice", "Evidence", "choose", "cosine_similarities", "parses"]
 

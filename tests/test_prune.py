@@ -7,22 +7,29 @@ import ast
 import textwrap
 
 import pytest
+from tree_sitter_language_pack import get_parser
 
+from ingest.code_parser import extract_code
 from ingest.functions import Block, Function, iter_blocks
+from ingest.languages import LANGUAGES
 from ingest.python_parser import extract_python
 from pkg.embedders import Embedder
 from pkg.graph import Label
 from pkg.stores.base import FunctionRef, NodeContext, Span
-from retrieval.prune import parses, prune, without_branch
+from retrieval.prune import branch_variants, prune, without_branch
+from retrieval.syntax_check import parses, syntax_for
 from tests.conftest import STDLIB
+from tests.test_languages import CASES, FIXTURES
 
-_FN = FunctionRef("n", "i", "f", "f.py", None, 1, 1)
+
+def _function_ref(lang: str) -> FunctionRef:
+    return FunctionRef("n", "i", "f", "f", None, 1, 1, lang)
 
 
-def _context(node: Function | Block, label: Label) -> NodeContext:
+def _context(node: Function | Block, label: Label, lang: str = "python") -> NodeContext:
     children = node.blocks if isinstance(node, Function) else node.children
     spans = tuple(Span(str(i), c.start_line, c.end_line) for i, c in enumerate(children))
-    return NodeContext("x", label, node.text, node.start_line, node.end_line, _FN, spans)
+    return NodeContext("x", label, node.text, node.start_line, node.end_line, _function_ref(lang), spans)
 
 
 def test_emptied_suite_gets_pass() -> None:
@@ -130,3 +137,75 @@ def test_prune_keeps_the_whole_node_when_nothing_helps(embedder: Embedder, two_b
     result = prune(two_branch_context, query, embedder)
     assert result.removed is None and result.text == two_branch_context.text
     assert result.score == pytest.approx(result.unpruned_score)
+
+
+# --- other languages: tree-sitter decides validity ---------------------------------------
+
+
+def _code_nodes(lang: str) -> list[NodeContext]:
+    source = (FIXTURES / CASES[lang].file).read_text(encoding="utf-8")
+    nodes = []
+    for fn in extract_code(source, lang).functions:
+        nodes.append(_context(fn, Label.IMPL, lang))
+        nodes += [_context(b, Label.BLOCK, lang) for b in iter_blocks(fn.blocks)]
+    return nodes
+
+
+@pytest.mark.parametrize("lang", sorted(CASES))
+def test_every_branch_removal_is_valid_code_in_each_language(lang: str) -> None:
+    grammar = get_parser(LANGUAGES[lang].grammar)  # type: ignore[arg-type]
+    variants = 0
+    for ctx in _code_nodes(lang):
+        syntax = syntax_for(ctx.text, lang)
+        assert syntax is not None, ctx.text  # every extracted text parses in one of its frames
+        found = branch_variants(ctx.text, ctx.start_line, ctx.children, lang)
+        assert len(found) == len(ctx.children)  # removing a whole statement never breaks these fixtures
+        for remaining, child in found:
+            assert syntax.valid(remaining) and len(remaining) < len(ctx.text)
+            lines = ctx.text.split("\n")
+            del lines[child.start_line - ctx.start_line : child.end_line - ctx.start_line + 1]
+            assert remaining == "\n".join(lines)  # the branch's lines and nothing else
+            variants += 1
+    assert grammar.parse(b"}").root_node.has_error  # the check can say no
+    assert variants >= 5
+
+
+def test_a_removal_that_breaks_the_syntax_is_not_a_candidate() -> None:
+    code = "func f(x bool) {\n\tif x {\n\t\ty()\n\t} else {\n\t\tz()\n\t}\n}"
+    syntax = syntax_for(code, "go")
+    assert syntax is not None
+    whole_if = Span("if", 2, 6)
+    assert without_branch(code, 1, whole_if, syntax) == "func f(x bool) {\n}"
+    assert without_branch(code, 1, Span("if-head", 2, 3), syntax) is None  # leaves "} else {" behind
+    assert branch_variants(code, 1, [Span("if-head", 2, 3)], "go") == []
+
+
+def test_texts_that_do_not_parse_or_languages_without_a_grammar_are_never_pruned() -> None:
+    broken = "int f() {\n  if (x) {\n    y();\n  }\n  return 1;\n"  # closing brace lost
+    assert syntax_for(broken, "c") is None
+    assert branch_variants(broken, 1, [Span("if", 2, 4)], "c") == []
+    assert syntax_for("proc f {}", "tcl") is None
+
+
+def test_prune_drops_the_branch_unrelated_to_the_query_in_java(embedder: Embedder) -> None:
+    code = textwrap.dedent(
+        """\
+        public List<Item> handle(Request request, List<Item> items) throws IOException {
+            if (request.kind.equals("sort")) {
+                items.sort(Comparator.comparing(Item::price));
+                return items;
+            }
+            try (Socket socket = new Socket(request.host, 80)) {
+                socket.getOutputStream().write(request.payload);
+                return read(socket.getInputStream());
+            }
+        }
+        """
+    )
+    fn = extract_code(f"class Service {{\n{code}}}\n", "java").functions[0]
+    ctx = _context(fn, Label.IMPL, "java")
+    assert len(ctx.children) == 2
+    result = prune(ctx, embedder.embed_query("sort the items by price"), embedder)
+    assert result.removed is not None and result.removed.start_line == ctx.children[1].start_line
+    assert "Socket" not in result.text and "sort" in result.text
+    assert result.score > result.unpruned_score

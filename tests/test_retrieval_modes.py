@@ -20,6 +20,7 @@ from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.fusion import reciprocal_rank_fusion
 from retrieval.lexical import open_index, refresh_indexes
 from retrieval.search import Neighbour, Options, retrieve
+from retrieval.syntax_check import syntax_for
 from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, run_cli
 from tests.neo4j_server import wipe
 
@@ -138,3 +139,28 @@ def test_every_mode_from_the_cli(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         top = json.loads(done.stdout)["results"][0]
         assert top["kind"] == expected and "n % d == 0" in top["text"], (mode, top)
+
+
+@pytest.mark.parametrize("kind", ["embedded", "neo4j"])
+def test_pruning_in_other_languages_keeps_valid_code(
+    kind: str, request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    if kind == "embedded":
+        store: GraphStore = EmbeddedStore(tmp_path, create=True)
+    else:
+        uri = request.getfixturevalue("neo4j_uri")
+        wipe(uri)
+        store = Neo4jStore(uri)
+    try:
+        build(sorted((FIXTURES / "languages").glob("[sS]ample.*")), store, module_embedder)
+        query = "exponential backoff: a list of delays doubling in milliseconds"
+        (top,) = retrieve(store, module_embedder, query, "func", k=1).results
+        assert top.name == "Backoff" and top.path.endswith("sample.go")
+        assert len(top.pruned_text) < len(top.text)  # one of its three loops went
+        syntax = syntax_for(top.text, "go")
+        assert syntax is not None and syntax.valid(top.pruned_text)
+        assert "delays = append(delays" in top.pruned_text
+    finally:
+        store.close()
+        if kind == "neo4j":
+            wipe(uri)

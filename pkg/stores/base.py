@@ -40,6 +40,7 @@ class FunctionRef:
     row: int | None
     start_line: int
     end_line: int
+    lang: str  # the language the function is written in ("python", or a key of ingest.languages)
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,7 @@ class EmbeddedStore(GraphStore):
                         row=name.get("row"),
                         start_line=name["start_line"],
                         end_line=name["end_line"],
+                        lang=name["lang"],
                     ),
                     children=tuple(spans),
                 )

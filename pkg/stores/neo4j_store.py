@@ -309,6 +309,7 @@ def _context(record: Record) -> NodeContext:
             row=name["row"],
             start_line=name["start_line"],
             end_line=name["end_line"],
+            lang=name["lang"],
         ),
         children=tuple(Span(c["id"], c["start_line"], c["end_line"]) for c in record["children"]),
     )
