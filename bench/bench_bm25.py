@@ -11,16 +11,13 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from corpora import stdlib_corpus  # noqa: E402
+from harness import RESULTS, machine, percentile, utc_now, write_result  # noqa: E402
 
 from ingest.build import parse_corpus  # noqa: E402
 from pkg.graph import Label  # noqa: E402
@@ -45,8 +42,8 @@ def measure(ids: list[str], texts: list[str], queries: list[str], repeats: int =
         "tokenize_s_per_1m_chars": tokenize_s * per_m,
         "build_s_per_1m_chars": build_s * per_m,
         "build_s": build_s,
-        "query_ms": {"queries": len(latencies), "p50": float(np.percentile(latencies, 50)),
-                     "p95": float(np.percentile(latencies, 95))},
+        "query_ms": {"queries": len(latencies), "p50": percentile(latencies, 50),
+                     "p95": percentile(latencies, 95)},
     }
 
 
@@ -60,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", type=int, default=20000)
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     files, _ = stdlib_corpus(args.functions)
     corpus = parse_corpus(files, parts=("functions", "rows"))
@@ -72,8 +69,8 @@ def main() -> None:
     queries = list(dict.fromkeys(d.split("\n")[0] for d in docs if d))[: args.queries]
     result = {
         "benchmark": "BM25 (bm25s + code_tokens)",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "date": utc_now(),
+        "machine": machine(),
         "reference": "JetBrains study: BM25 with word splitting, about 0.2 s per 1M symbols",
         "units": {},
     }
@@ -81,9 +78,7 @@ def main() -> None:
         ids, texts = (list(x) for x in zip(*documents))
         result["units"][unit] = measure(ids, texts, queries)
         print(unit, json.dumps(result["units"][unit]), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"bm25-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = write_result(args.out, "bm25", result)
     print(f"written to {out}")
 
 

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sysconfig
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 from tree_sitter import Node
 from tree_sitter_language_pack import get_parser
 
+from harness import RESULTS, machine, utc_now, write_result
 from ingest.chunking import WHITESPACE, Chunk, chunk_source
 
 Span = tuple[int, int]
@@ -175,23 +174,19 @@ def main() -> None:
     parser.add_argument("--modules", type=int, default=200)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 500])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     paths = stdlib_modules(args.modules)
     sources = [p.read_text(encoding="utf-8") for p in paths]
     report = {
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "machine": platform.machine(),
+        "timestamp": utc_now(),
+        "machine": machine(),
         "files": len(paths),
         "megabytes": round(sum(len(s.encode("utf-8")) for s in sources) / 1e6, 3),
         "sizes": {str(size): bench_size(paths, sources, size, args.repeat) for size in args.sizes},
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = args.out / f"chunking-{stamp}.json"
-    target.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    target = write_result(args.out, "chunking", report)
     print(json.dumps(report, indent=2))
     print(f"written to {target}")
 

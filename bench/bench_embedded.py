@@ -11,15 +11,12 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import platform
 import sysconfig
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
-
+from harness import RESULTS, machine, percentile, utc_now, write_result
 from ingest.build import build
 from ingest.functions import iter_blocks
 from ingest.python_parser import extract_python
@@ -42,15 +39,11 @@ def stdlib_files(count: int) -> list[Path]:
     return files[:count]
 
 
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", type=int, default=120)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     files = stdlib_files(args.modules)
@@ -86,8 +79,8 @@ def main() -> None:
 
     result = {
         "benchmark": "embedded walking skeleton",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
+        "date": utc_now(),
+        "machine": machine(),
         "corpus": {"modules": len(files), "functions": len(functions), "blocks": blocks,
                    "lines": sum(s.count("\n") for s in sources)},
         "parse": {"seconds": parse_s, "functions_per_s": len(functions) / parse_s, "blocks_per_s": blocks / parse_s},
@@ -98,9 +91,7 @@ def main() -> None:
             mode: {"queries": len(v), "p50": percentile(v, 50), "p95": percentile(v, 95)} for mode, v in latency.items()
         },
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"embedded-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = write_result(args.out, "embedded", result)
     print(json.dumps(result, indent=2))
     print(f"written to {out}")
 

@@ -23,12 +23,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
 from statistics import median
@@ -43,6 +41,7 @@ if "--no-rust" in sys.argv:  # the driver falls back to its pure-Python PackStre
 from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 
 from corpora import stdlib_corpus  # noqa: E402
+from harness import RESULTS, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
 from ingest.build import WRITE_BATCH, embed_texts, parse_corpus  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
@@ -51,7 +50,7 @@ from pkg.graph import EMBEDDED_LABELS, Edge, Label, Node  # noqa: E402
 from pkg.stores import neo4j_store  # noqa: E402
 from pkg.stores.base import EmbedderInfo  # noqa: E402
 from pkg.stores.neo4j_store import Neo4jStore  # noqa: E402
-from tests.neo4j_server import start_local, wipe  # noqa: E402
+from tests.neo4j_server import wipe  # noqa: E402
 
 K = 10
 QUERIES_PER_LABEL = 50
@@ -120,20 +119,6 @@ def patched(variant: Variant) -> Iterator[None]:
         neo4j_store.BATCH, neo4j_store.HNSW_EF_CONSTRUCTION, neo4j_store._Rows = saved  # type: ignore[misc]
 
 
-@contextmanager
-def database() -> Iterator[tuple[str, int | None]]:
-    """(Bolt URI, server pid or None): NEO4J_URI, or a local Neo4j started for the benchmark."""
-    if os.environ.get("NEO4J_URI"):
-        yield os.environ["NEO4J_URI"], None
-        return
-    with tempfile.TemporaryDirectory(prefix="pkg-neo4j-bench-") as home:
-        server = start_local(Path(home))
-        try:
-            yield server.uri, server.pid
-        finally:
-            server.stop()
-
-
 class Clock:
     """Wall seconds, this process's CPU seconds and the server's CPU seconds since the last lap."""
 
@@ -190,8 +175,8 @@ def check_indexes(store: Neo4jStore, nodes: list[Node], seed: int) -> dict[str, 
         "self_hits": f"{self_hits}/{self_asked}",
         "recall_at_10": round(found / asked, 4) if asked else None,
         "max_score_error_vs_exact": worst_score_error,
-        "search_p50_ms": round(float(np.percentile(times, 50)), 2) if times else None,
-        "search_p95_ms": round(float(np.percentile(times, 95)), 2) if times else None,
+        "search_p50_ms": round(percentile(times, 50), 2) if times else None,
+        "search_p95_ms": round(percentile(times, 95), 2) if times else None,
     }
 
 
@@ -297,14 +282,14 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="runs of the shipped path first, to warm the JIT up")
     parser.add_argument("--random-vectors", action="store_true", help="random unit vectors instead of the model's")
     parser.add_argument("--no-rust", action="store_true", help="without neo4j-rust-ext (pure-Python PackStream)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     variants = [VARIANTS[name] for name in args.variants.split(",")]
 
     nodes, edges, info, corpus = load_corpus(args.functions, args.random_vectors)
     result: dict = {
         "benchmark": "Neo4j store write throughput (nodes with vectors until indexes online; relationships)",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": utc_now(),
         "machine": {
             "cpus": os.cpu_count(),
             "load_average_at_start": os.getloadavg(),
@@ -317,7 +302,7 @@ def main() -> None:
         "variants": {v.name: asdict(v) for v in variants},
         "runs": [],
     }
-    with database() as server:
+    with neo4j_database() as server:
         result["warmup_runs"] = []
         for _ in range(args.warmup):
             result["warmup_runs"].append(run(VARIANTS["store"], nodes, edges, info, server, seed=0))
@@ -329,9 +314,7 @@ def main() -> None:
                 print(json.dumps(figures), flush=True)
     result["machine"]["load_average_at_end"] = os.getloadavg()
     result["summary"] = {v.name: summary([r for r in result["runs"] if r["variant"] == v.name]) for v in variants}
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"neo4j-write-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = write_result(args.out, "neo4j-write", result)
     print(json.dumps(result["summary"], indent=2))
     print(f"written to {out}")
 

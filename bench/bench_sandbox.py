@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import RESULTS, machine, percentile, utc_now, write_result  # noqa: E402
 from rerank.sandbox import open_sandbox  # noqa: E402
 
 #: (function, asserts): `{k}` varies the constants per candidate; the last two always fail.
@@ -72,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", type=int, default=1000)
     parser.add_argument("--mode", default="auto", choices=("auto", "bwrap", "weak"))
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     candidates = programs(args.candidates)
     with open_sandbox(mode=args.mode) as sandbox:
@@ -83,21 +80,19 @@ def main() -> None:
     latencies = [o.seconds * 1000 for o in outcomes]
     result = {
         "benchmark": "sandbox run_many throughput (small HumanEval-like candidates)",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "load": os.getloadavg()[0]},
+        "date": utc_now(),
+        "machine": machine(),
         "reference": "2.8 ms per candidate; target at least 100 candidates/s on 2 cores",
         "isolation": sandbox.isolation,
         "workers": sandbox.workers,
         "candidates": len(outcomes),
         "seconds": seconds,
         "candidates_per_s": len(outcomes) / seconds,
-        "latency_ms": {"p50": float(np.percentile(latencies, 50)), "p95": float(np.percentile(latencies, 95))},
+        "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
         "outcomes": dict(Counter(f"{o.status}:{o.error_type}" for o in outcomes)),
     }
     print(json.dumps(result, indent=2), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"sandbox-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = write_result(args.out, "sandbox", result)
     print(f"written to {out}")
 
 

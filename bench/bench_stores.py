@@ -12,22 +12,17 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(Path(__file__).parent), str(ROOT)]
 from corpora import stdlib_corpus  # noqa: E402
+from harness import RESULTS, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
 from ingest.build import embed_texts, parse_corpus, pruning_variants  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
@@ -40,24 +35,6 @@ from retrieval.search import retrieve  # noqa: E402
 from tests.neo4j_server import wipe  # noqa: E402
 
 BATCH = 2000
-
-
-@contextmanager
-def neo4j_uri() -> Iterator[str]:
-    """NEO4J_URI if set (wiped by the caller), else a fresh local Neo4j for the run."""
-    if os.environ.get("NEO4J_URI"):
-        yield os.environ["NEO4J_URI"]
-        return
-    with tempfile.TemporaryDirectory() as home:
-        port = "17688"
-        uri = subprocess.run(
-            [ROOT / "docker" / "neo4j-start.sh", "--home", home, "--port", port],
-            check=True, capture_output=True, text=True,
-        ).stdout.strip()
-        try:
-            yield uri
-        finally:
-            subprocess.run([ROOT / "docker" / "neo4j-stop.sh", "--home", home], check=False)
 
 
 def write_throughput(store: GraphStore, nodes: list[Node], edges: list, info: EmbedderInfo) -> dict:
@@ -83,14 +60,14 @@ def latency(run: Callable[[str], object], queries: list[str]) -> dict:
         started = time.perf_counter()
         run(query)
         times.append((time.perf_counter() - started) * 1000)
-    return {"queries": len(times), "p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95))}
+    return {"queries": len(times), "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", type=int, default=20000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     files, expected = stdlib_corpus(args.functions)
@@ -113,14 +90,14 @@ def main() -> None:
 
     result: dict = {
         "benchmark": "store write throughput and query latency",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "date": utc_now(),
+        "machine": machine(),
         "corpus": {"files": len(files), "functions": corpus.report.functions, "ast_functions": expected,
                    "blocks": corpus.report.blocks, "nodes": len(nodes), "relationships": len(edges),
                    "texts_embedded_or_cached": len(vectors), "parse_s": parse_s, "embed_s": embed_s},
         "stores": {},
     }
-    with tempfile.TemporaryDirectory() as tmp, neo4j_uri() as uri:
+    with tempfile.TemporaryDirectory() as tmp, neo4j_database() as (uri, _):
         stores: dict[str, Callable[[], GraphStore]] = {
             "embedded": lambda: EmbeddedStore(Path(tmp) / "db", create=True),
             "neo4j": lambda: Neo4jStore(uri),
@@ -135,9 +112,7 @@ def main() -> None:
             store.close()
             result["stores"][kind] = figures
             print(kind, json.dumps(figures), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"stores-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = write_result(args.out, "stores", result)
     print(json.dumps(result, indent=2))
     print(f"written to {out}")
 

@@ -1,0 +1,56 @@
+"""What every benchmark script shares: the results folder, timestamps, percentiles, a Neo4j to run on."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def utc_now() -> str:
+    """The current UTC time, to the second, in ISO 8601."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def machine() -> dict:
+    """What the figures were measured on: cores, Python, and the load when measured."""
+    return {"cpus": os.cpu_count(), "python": sys.version.split()[0], "load": os.getloadavg()[0]}
+
+
+def write_result(out_dir: Path, name: str, result: dict) -> Path:
+    """Write `result` as indented JSON to `out_dir/<name>-<UTC timestamp>.json`; return the path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) of `values`, linearly interpolated."""
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+@contextmanager
+def neo4j_database() -> Iterator[tuple[str, int | None]]:
+    """(Bolt URI, server pid or None): NEO4J_URI if set (the caller wipes it), else a fresh local
+    Neo4j started with docker/neo4j-start.sh for the run and stopped after it."""
+    from tests.neo4j_server import start_local
+
+    if os.environ.get("NEO4J_URI"):
+        yield os.environ["NEO4J_URI"], None
+        return
+    with tempfile.TemporaryDirectory(prefix="pkg-neo4j-bench-") as home:
+        server = start_local(Path(home))
+        try:
+            yield server.uri, server.pid
+        finally:
+            server.stop()
