@@ -119,6 +119,17 @@ def _apply(record: Record, outcome: Outcome) -> None:
     record.message = outcome.message
 
 
+def _programs(
+    records: Sequence[Record], problems: dict[str, Problem], program: Callable[[Problem, str], str]
+) -> list[str]:
+    """One program per record: `program(problem, completion)` for the record's extracted code."""
+    programs = []
+    for record in records:
+        problem = problems[record.task_id]
+        programs.append(program(problem, problem.completion_from_code(record.code)))
+    return programs
+
+
 def judge(
     records: Sequence[Record],
     problems: dict[str, Problem],
@@ -127,7 +138,7 @@ def judge(
     progress: Progress = no_progress,
 ) -> None:
     """Runs every candidate against its problem's hidden tests, in place."""
-    programs = [problems[r.task_id].test_program(problems[r.task_id].completion_from_code(r.code)) for r in records]
+    programs = _programs(records, problems, Problem.test_program)
     outcomes = sandbox.run_many(programs, settings.test_limits, _counter(progress, "test", len(programs)))
     for record, outcome in zip(records, outcomes):
         _apply(record, outcome)
@@ -146,14 +157,12 @@ def gather_evidence(
     passes the statement's examples, and cosine similarity to the problem's query. Never the tests."""
     for record in records:
         record.parses = parses(record.code)
-    solo = [problems[r.task_id].solution_program(problems[r.task_id].completion_from_code(r.code)) for r in records]
+    solo = _programs(records, problems, Problem.solution_program)
     runs = sandbox.run_many(solo, settings.run_limits, _counter(progress, "run alone", len(solo)))
     for record, outcome in zip(records, runs):
         record.runs = outcome.passed
     if with_examples:
-        example_programs = [
-            problems[r.task_id].example_program(problems[r.task_id].completion_from_code(r.code)) for r in records
-        ]
+        example_programs = _programs(records, problems, Problem.example_program)
         checked = sandbox.run_many(
             example_programs, settings.run_limits, _counter(progress, "examples", len(example_programs))
         )
