@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import sysconfig
 import time
 from collections.abc import Callable, Sequence
@@ -20,8 +21,10 @@ from pathlib import Path
 from tree_sitter import Node
 from tree_sitter_language_pack import get_parser
 
-from harness import RESULTS, machine, utc_now, write_result
-from ingest.chunking import WHITESPACE, Chunk, chunk_source
+sys.path.insert(0, str(Path(__file__).parent))  # also when imported as bench.bench_chunking (tests)
+from harness import RESULTS, machine, utc_now, write_result  # noqa: E402
+
+from ingest.chunking import WHITESPACE, Chunk, chunk_source  # noqa: E402
 
 Span = tuple[int, int]
 

@@ -5,12 +5,9 @@ from __future__ import annotations
 import ast
 import unicodedata
 import warnings
-from functools import cache
+from tree_sitter import Node
 
-from tree_sitter import Node, Parser
-from tree_sitter_language_pack import get_parser
-
-from ingest.syntax_tree import dedented, describe, end_line, first_error
+from ingest.syntax_tree import dedented, describe, end_line, first_error, parser
 from ingest.functions import Block, Extraction, Function, SyntaxIssue
 
 _KINDS = {
@@ -39,19 +36,13 @@ _CONTAINERS = frozenset(
 )
 
 
-@cache
-def _parser() -> Parser:
-    """Return the process-wide tree-sitter parser for Python."""
-    return get_parser("python")
-
-
 def extract_python(source: str) -> Extraction:
     """Extract every function (any depth) and its blocks from ``\\n``-separated Python source.
 
     Functions that do not parse are left out and reported as issues, as are
     syntax-error regions outside any function. Never raises for bad code.
     """
-    root = _parser().parse(source.encode("utf-8")).root_node
+    root = parser("python").parse(source.encode("utf-8")).root_node
     walker = _Walker(source.split("\n"))
     walker.blocks_under(root, "")
     functions = sorted(walker.functions, key=lambda f: f.start_line)
