@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import unicodedata
 import warnings
+
 from tree_sitter import Node
 
 from ingest.syntax_tree import dedented, describe, end_line, first_error, parser
