@@ -4,8 +4,9 @@ Converts every page of Debian's python3.11-doc (reStructuredText sources) to JSO
 PATH/PATHVALUE DAGs, embeds the leaves once (persistent cache), writes the same graph to the
 embedded store and to Neo4j, and queries both in mode json. Queries are section titles taken from
 the graph; a query is a hit when a leaf of that section is among the top 5. Also records how many
-of the embedded store's exact top-10 Neo4j's vector index returns (a hit tied with the exact 10th counts). Starts its own Neo4j unless
-NEO4J_URI is set (that database is WIPED). Writes JSON to bench/results/.
+of the embedded store's exact top-10 Neo4j's vector index returns (a hit tied with the exact 10th
+counts). Starts its own Neo4j unless NEO4J_URI is set (that database is WIPED). Writes JSON to
+bench/results/.
 
     python bench/bench_json_docs.py [--docs DIR] [--queries 200]
 """

@@ -18,14 +18,7 @@ from ingest.syntax_tree import parser
 PYTHON = "python"
 
 _CLASS = ("class _ {\n", "\n}")
-_BODY = {
-    "c": ("void _(void) {\n", "\n}"),
-    "cpp": ("void _() {\n", "\n}"),
-    "go": ("func _() {\n", "\n}"),
-    "rust": ("fn _() {\n", "\n}"),
-    "java": ("void _() {\n", "\n}"),
-    "csharp": ("void _() {\n", "\n}"),
-}
+_METHOD_BODY = ("class _ {\nvoid _() {\n", "\n}\n}")  # Java and C#: a body inside its class
 
 #: Frames (prefix, suffix) tried in order after the bare text: members need their container,
 #: statements a function body (which, for Java and C#, itself needs the class).
@@ -36,17 +29,17 @@ FRAMES: dict[str, tuple[tuple[str, str], ...]] = {
     "java": (
         _CLASS,
         ("record _() {\n", "\n}"),  # compact constructors
-        ("class _ {\n" + _BODY["java"][0], _BODY["java"][1] + "\n}"),
+        _METHOD_BODY,
     ),
     "csharp": (
         _CLASS,
         ("class _ {\nobject _ {\n", "\n}\n}"),  # property accessors
-        ("class _ {\n" + _BODY["csharp"][0], _BODY["csharp"][1] + "\n}"),
+        _METHOD_BODY,
     ),
-    "cpp": (("struct _ {\n", "\n};"), _BODY["cpp"]),
-    "c": (_BODY["c"],),
-    "go": (_BODY["go"],),
-    "rust": (("impl _ {\n", "\n}"), _BODY["rust"]),
+    "cpp": (("struct _ {\n", "\n};"), ("void _() {\n", "\n}")),
+    "c": (("void _(void) {\n", "\n}"),),
+    "go": (("func _() {\n", "\n}"),),
+    "rust": (("impl _ {\n", "\n}"), ("fn _() {\n", "\n}")),
 }
 
 

@@ -7,11 +7,11 @@ import ast
 import textwrap
 
 import pytest
-from tree_sitter_language_pack import get_parser
 
 from ingest.code_parser import extract_code
 from ingest.functions import Block, Function, iter_blocks
 from ingest.languages import LANGUAGES
+from ingest.syntax_tree import parser
 from ingest.python_parser import extract_python
 from pkg.embedders import Embedder
 from pkg.graph import Label
@@ -153,7 +153,7 @@ def _code_nodes(lang: str) -> list[NodeContext]:
 
 @pytest.mark.parametrize("lang", sorted(CASES))
 def test_every_branch_removal_is_valid_code_in_each_language(lang: str) -> None:
-    grammar = get_parser(LANGUAGES[lang].grammar)  # type: ignore[arg-type]
+    grammar = parser(LANGUAGES[lang].grammar)
     variants = 0
     for ctx in _code_nodes(lang):
         syntax = syntax_for(ctx.text, lang)
