@@ -25,6 +25,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from itertools import pairwise
@@ -66,6 +67,9 @@ class Variant:
     write_size: int = WRITE_BATCH  # nodes, or relationships, per Neo4jStore.write call
     batch: int = neo4j_store.BATCH
     ef_construction: int = neo4j_store.HNSW_EF_CONSTRUCTION
+    m: int = neo4j_store.HNSW_M
+    quantization: bool = neo4j_store.HNSW_QUANTIZATION
+    writers: int = neo4j_store.WRITERS  # write calls in flight at once, each from its own thread
     vectors: bool = True
     index: str = "during"  # "during": created first, kept up by every write; "after": created once loaded
     plain_params: bool = False
@@ -74,7 +78,18 @@ class Variant:
 VARIANTS = {
     v.name: v
     for v in (
-        Variant("store", "the shipped path: vector indexes created first and maintained by every write"),
+        Variant(
+            "store",
+            "the shipped path: vector indexes (int8-quantized, ef_construction 50) created first and "
+            "maintained by every write, two write calls in flight",
+        ),
+        Variant("one-writer", "one write call at a time", writers=1),
+        Variant("writers-3", "three write calls in flight", writers=3),
+        Variant("writers-4", "four write calls in flight", writers=4),
+        Variant("ef-construction-100", "HNSW graphs built with ef_construction 100 (Neo4j's default)",
+                ef_construction=100),
+        Variant("m-8", "HNSW graphs with M 8 (neighbours per node) instead of 16", m=8),
+        Variant("not-quantized", "float32 vector indexes, no quantization", quantization=False),
         Variant(
             "plain-params",
             "rows as plain lists: the driver repr()s them for its debug log, as before this change",
@@ -96,7 +111,6 @@ VARIANTS = {
             write_size=10000,
             batch=5000,
         ),
-        Variant("ef-construction-50", "HNSW graphs built with ef_construction 50 instead of 100", ef_construction=50),
         Variant("no-vectors", "nodes without vectors (empty vector indexes): the cost of all but them", vectors=False),
     )
 }
@@ -108,15 +122,17 @@ class _PlainRows(list):  # type: ignore[type-arg]
 
 @contextmanager
 def patched(variant: Variant) -> Iterator[None]:
-    """The store module with the variant's batch size, HNSW ef_construction and row type."""
-    saved = neo4j_store.BATCH, neo4j_store.HNSW_EF_CONSTRUCTION, neo4j_store._Rows
-    neo4j_store.BATCH, neo4j_store.HNSW_EF_CONSTRUCTION = variant.batch, variant.ef_construction
-    if variant.plain_params:
-        neo4j_store._Rows = _PlainRows  # type: ignore[misc]
+    """The store module with the variant's batch size, HNSW parameters and row type."""
+    names = ("BATCH", "HNSW_EF_CONSTRUCTION", "HNSW_M", "HNSW_QUANTIZATION", "_Rows")
+    saved = [getattr(neo4j_store, name) for name in names]
+    rows = _PlainRows if variant.plain_params else neo4j_store._Rows
+    for name, value in zip(names, (variant.batch, variant.ef_construction, variant.m, variant.quantization, rows)):
+        setattr(neo4j_store, name, value)
     try:
         yield
     finally:
-        neo4j_store.BATCH, neo4j_store.HNSW_EF_CONSTRUCTION, neo4j_store._Rows = saved  # type: ignore[misc]
+        for name, value in zip(names, saved):
+            setattr(neo4j_store, name, value)
 
 
 class Clock:
@@ -196,8 +212,9 @@ def run(variant: Variant, nodes: list[Node], edges: list[Edge], info: EmbedderIn
                 store._indexed.update(EMBEDDED_LABELS)  # keeps write() from creating the indexes
             store._ensure_constraints()
             clock = Clock(pid)
-            for start in range(0, len(nodes), variant.write_size):
-                store.write(nodes[start : start + variant.write_size], [])
+            calls = [nodes[start : start + variant.write_size] for start in range(0, len(nodes), variant.write_size)]
+            with ThreadPoolExecutor(variant.writers) as pool:
+                list(pool.map(lambda part: store.write(part, []), calls))
             node_phase = clock.lap()
             if variant.index == "after":
                 store._indexed.clear()

@@ -6,9 +6,11 @@ import hashlib
 import os
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,6 +26,9 @@ from pkg.graph import EMBEDDED_LABELS, Label, Node
 from pkg.progress import Progress, no_progress
 from pkg.stores.base import EmbedderInfo, GraphStore, SourceRecord
 from retrieval.prune import branch_variants
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 EMBED_BATCH = 256
 WRITE_BATCH = 2000
@@ -256,7 +261,8 @@ def load(
     if corpus.deleted:
         store.delete_sources(corpus.deleted)
     total = len(corpus.nodes)
-    for batch in _write_batches(corpus.sources):
+
+    def write(batch: list[SourceGraph]) -> tuple[int, int]:
         nodes = [
             replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n
             for s in batch
@@ -264,11 +270,30 @@ def load(
         ]
         edges = [e for s in batch for e in s.graph.edges]
         store.replace_sources([s.record for s in batch], nodes, edges)
-        report.nodes += len(nodes)
-        report.edges += len(edges)
+        return len(nodes), len(edges)
+
+    for written_nodes, written_edges in in_flight(write, _write_batches(corpus.sources), store.writers):
+        report.nodes += written_nodes
+        report.edges += written_edges
         progress("write", report.nodes, total)
     report.seconds += time.perf_counter() - started
     return report
+
+
+def in_flight(work: Callable[[T], R], items: Iterable[T], at_once: int) -> Iterator[R]:
+    """work(item) for each item, at most `at_once` running together on threads; results as they
+    finish. The first failure is raised once the calls already running are over."""
+    if at_once <= 1:
+        yield from map(work, items)
+        return
+    with ThreadPoolExecutor(at_once) as pool:
+        running: set[Future[R]] = set()
+        for item in items:
+            if len(running) == at_once:
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                yield from (future.result() for future in done)
+            running.add(pool.submit(work, item))
+        yield from (future.result() for future in as_completed(running))
 
 
 def build(

@@ -1,12 +1,12 @@
-// One HNSW index per embedded label. The dimension and the graph's parameters are parameters
-// (accepted in OPTIONS by 5.26); quantization is off so that scores are exact float cosines, as
-// in the embedded store.
+// One HNSW index per embedded label. The dimension, the graph's parameters and quantization are
+// parameters (accepted in OPTIONS by 5.26). A quantized index only proposes candidates: search.cypher
+// scores them on the stored float vectors, as the embedded store does.
 CREATE VECTOR INDEX block_embedding IF NOT EXISTS
 FOR (n:BLOCK) ON n.embedding
 OPTIONS {indexConfig: {
     `vector.dimensions`: $dim,
     `vector.similarity_function`: 'cosine',
-    `vector.quantization.enabled`: false,
+    `vector.quantization.enabled`: $quantization,
     `vector.hnsw.m`: $m,
     `vector.hnsw.ef_construction`: $ef_construction
 }}

@@ -74,7 +74,8 @@ def wipe(uri: str) -> None:
     auth = None if password is None else (os.environ.get("NEO4J_USER") or "neo4j", password)
     database = os.environ.get("NEO4J_DATABASE") or None
     with GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF") as driver:
-        driver.execute_query(cypher("wipe_nodes"), database_=database)
+        with driver.session(database=database) as session:
+            session.run(cypher("wipe_nodes")).consume()
         for listing, drop in (("list_constraints", "drop_constraint"), ("list_indexes", "drop_index")):
             for record in driver.execute_query(cypher(listing), database_=database).records:
                 driver.execute_query(cypher(drop), name=record["name"], database_=database)

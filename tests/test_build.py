@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
-from ingest.build import build, parse_corpus
+from ingest.build import build, in_flight, parse_corpus
 from pkg.embedders import CachedEmbedder
 from pkg.graph import Label
 from pkg.stores.embedded import EmbeddedStore
@@ -71,3 +72,34 @@ def test_every_language_is_built_by_its_extension() -> None:
     assert len(corpus.report.issues) == 8 and corpus.report.skipped == []
     chunks = [n for n in corpus.nodes if n.label is Label.CHUNK]
     assert {Path(n.props["source"]).suffix for n in chunks} == {".js", ".ts", ".java", ".go", ".rs", ".c", ".cpp", ".cs"}
+
+
+def test_writes_in_flight_run_together_up_to_the_limit_and_the_first_failure_surfaces() -> None:
+    """Three calls run at once (the barrier needs all three), never more; a failure is raised
+    after the calls already running have finished."""
+    lock = threading.Lock()
+    state = {"running": 0, "peak": 0, "finished": 0}
+    together = threading.Barrier(3, timeout=10)
+
+    def work(item: int) -> int:
+        with lock:
+            state["running"] += 1
+            state["peak"] = max(state["peak"], state["running"])
+        try:
+            if item < 3:
+                together.wait()
+            if item == 7:
+                raise ValueError("batch 7 failed")
+            return item * 10
+        finally:
+            with lock:
+                state["running"] -= 1
+                state["finished"] += 1
+
+    assert sorted(in_flight(work, range(6), 3)) == [0, 10, 20, 30, 40, 50]
+    assert state["peak"] == 3
+    together.reset()
+    with pytest.raises(ValueError, match="batch 7"):
+        list(in_flight(work, range(12), 3))
+    assert state["running"] == 0
+    assert [item * 10 for item in range(4)] == list(in_flight(lambda i: i * 10, range(4), 1))

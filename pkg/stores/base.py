@@ -102,6 +102,10 @@ class GraphCounts:
 class GraphStore(ABC):
     """Persistent PKG storage: nodes with vectors, edges, exact or indexed top-k per label."""
 
+    #: How many write calls (write, replace_sources) a build may run at once, each from its own
+    #: thread, on disjoint sources. One: calls come one at a time.
+    writers: int = 1
+
     @property
     @abstractmethod
     def location(self) -> str:
