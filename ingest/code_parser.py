@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tree_sitter import Node
 
-from ingest.syntax_tree import dedented, describe, end_line, first_error, parser
+from ingest.syntax_tree import dedented, describe, end_line, errors_outside, first_error, parser
 from ingest.functions import Block, Extraction, Function, SyntaxIssue
 from ingest.languages import EXTENSIONS, LANGUAGES, LanguageSpec, node_text
 
@@ -53,9 +53,8 @@ def extract_code(source: str, lang: str) -> Extraction:
     except RecursionError:
         return Extraction(functions=(), issues=(SyntaxIssue(1, "blocks nested too deeply"),))
     functions = [function for _, function in sorted(walker.functions, key=lambda f: f[0])]
-    issues = sorted(
-        walker.issues + _outside_errors(root, walker.function_ids), key=lambda i: i.line
-    )
+    outside = errors_outside(root, lambda node: node.id in walker.function_ids)
+    issues = sorted(walker.issues + outside, key=lambda i: i.line)
     return Extraction(functions=tuple(functions), issues=tuple(issues))
 
 
@@ -111,7 +110,7 @@ class _Walker:
         is_async = _is_async(node)
         children = self.blocks_under(node, f"{qualname}.<locals>.")
         block = self._make("async def" if is_async else "def", self._start(node), node, children)
-        self._record(node, qualname, block, is_async)
+        self._record(node, qualname, block)
         return block
 
     def _container(self, node: Node, prefix: str) -> Block | None:
@@ -127,7 +126,7 @@ class _Walker:
         end = end_line(node)
         return Block(kind, start, end, dedented(self.lines[start - 1 : end]), children)
 
-    def _record(self, node: Node, qualname: str, block: Block, is_async: bool) -> None:
+    def _record(self, node: Node, qualname: str, block: Block) -> None:
         """Record the function of ``block``, or an issue if it does not parse."""
         self.function_ids.add(node.id)
         error = first_error(node)
@@ -135,15 +134,7 @@ class _Walker:
             message = f"function {qualname!r} does not parse: {describe(error)}"
             self.issues.append(SyntaxIssue(block.start_line, message))
             return
-        function = Function(
-            qualname=qualname,
-            start_line=block.start_line,
-            end_line=block.end_line,
-            text=block.text,
-            blocks=block.children,
-            is_async=is_async,
-        )
-        self.functions.append((node.start_byte, function))
+        self.functions.append((node.start_byte, Function.of_block(qualname, block)))
 
     def _bound_name(self, node: Node) -> str | None:
         """Return the identifier a definition is the value of (``const f = () => …``), or None."""
@@ -192,19 +183,3 @@ def _is_async(node: Node) -> bool:
         or (child.type in _MODIFIER_LISTS and any(c.type == "async" for c in child.children))
         for child in node.children
     )
-
-
-def _outside_errors(root: Node, function_ids: set[int]) -> list[SyntaxIssue]:
-    """Report each ERROR/MISSING region outside all functions (which report their own)."""
-    issues: list[SyntaxIssue] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.id in function_ids:
-            continue
-        if node.is_error or node.is_missing:
-            message = f"{describe(node)} outside any function"
-            issues.append(SyntaxIssue(node.start_point.row + 1, message))
-        elif node.has_error:
-            stack.extend(c for c in node.children if c.has_error)
-    return issues

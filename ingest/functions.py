@@ -38,6 +38,11 @@ class Function:
     blocks: tuple[Block, ...]
     is_async: bool
 
+    @classmethod
+    def of_block(cls, qualname: str, block: Block) -> Function:
+        """The function whose ``def`` (or ``async def``) block is ``block``."""
+        return cls(qualname, block.start_line, block.end_line, block.text, block.children, block.kind == "async def")
+
 
 @dataclass(frozen=True)
 class SyntaxIssue:

@@ -8,7 +8,7 @@ import warnings
 
 from tree_sitter import Node
 
-from ingest.syntax_tree import dedented, describe, end_line, first_error, parser
+from ingest.syntax_tree import dedented, describe, end_line, errors_outside, first_error, parser
 from ingest.functions import Block, Extraction, Function, SyntaxIssue
 
 _KINDS = {
@@ -47,7 +47,7 @@ def extract_python(source: str) -> Extraction:
     walker = _Walker(source.split("\n"))
     walker.blocks_under(root, "")
     functions = sorted(walker.functions, key=lambda f: f.start_line)
-    issues = sorted(walker.issues + _module_errors(root), key=lambda i: i.line)
+    issues = sorted(walker.issues + errors_outside(root, _is_function), key=lambda i: i.line)
     return Extraction(functions=tuple(functions), issues=tuple(issues))
 
 
@@ -102,15 +102,7 @@ class _Walker:
             message = f"function {qualname!r} does not parse: {error}"
             self.issues.append(SyntaxIssue(block.start_line, message))
             return
-        function = Function(
-            qualname=qualname,
-            start_line=block.start_line,
-            end_line=block.end_line,
-            text=block.text,
-            blocks=block.children,
-            is_async=block.kind == "async def",
-        )
-        self.functions.append(function)
+        self.functions.append(Function.of_block(qualname, block))
 
 
 def _definition(node: Node) -> Node | None:
@@ -165,18 +157,7 @@ def _tree_error(node: Node) -> str | None:
     return None if error is None else f"tree-sitter {describe(error)}"
 
 
-def _module_errors(root: Node) -> list[SyntaxIssue]:
-    """Report each ERROR/MISSING region outside all functions (which report their own)."""
-    issues: list[SyntaxIssue] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        definition = _definition(node)
-        if definition is not None and definition.type == "function_definition":
-            continue
-        if node.is_error or node.is_missing:
-            message = f"{describe(node)} outside any function"
-            issues.append(SyntaxIssue(node.start_point.row + 1, message))
-        elif node.has_error:
-            stack.extend(c for c in node.children if c.has_error)
-    return issues
+def _is_function(node: Node) -> bool:
+    """Whether ``node`` is a function definition, decorated or not."""
+    definition = _definition(node)
+    return definition is not None and definition.type == "function_definition"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_parser
 
+from ingest.functions import SyntaxIssue
 from pkg.errors import ConfigError
 
 INDENT_CHARS = " \t\f"
@@ -70,3 +72,19 @@ def describe(node: Node) -> str:
     if node.is_missing:
         return f"missing {node.type!r} at line {start}"
     return f"unparsable line {start}" if start == end else f"unparsable lines {start}-{end}"
+
+
+def errors_outside(root: Node, is_function: Callable[[Node], bool]) -> list[SyntaxIssue]:
+    """An issue for each ERROR or MISSING region outside every node ``is_function`` accepts
+    (functions report their own errors)."""
+    found: list[SyntaxIssue] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if is_function(node):
+            continue
+        if node.is_error or node.is_missing:
+            found.append(SyntaxIssue(node.start_point.row + 1, f"{describe(node)} outside any function"))
+        elif node.has_error:
+            stack.extend(c for c in node.children if c.has_error)
+    return found
