@@ -38,18 +38,22 @@ META_KEY = "pkg"
 #: Rows per UNWIND statement (bench/bench_neo4j_write.py: 500, 1,000 and 5,000 write equally fast).
 BATCH = 1000
 INDEX_WAIT_SECONDS = 300
-#: HNSW graph parameters of the vector indexes. Inserting into the graphs bounds a write; measured
+#: HNSW graph parameters of the vector indexes (Neo4j's defaults) and int8 quantization. Measured
 #: by bench/bench_neo4j_write.py on 78k nodes (20k standard-library functions, MiniLM) on 2 cores:
-#: ef_construction 50 instead of Neo4j's 100 writes 3,660 nodes/s instead of 2,900 for a recall@10
-#: of 0.996 instead of 0.998; M 8 saves less (3,080). Int8 quantization costs writes a little but
-#: searches the many small segments a build leaves (one per write) 3x faster (13 ms instead of
-#: 41 ms at p50 from 100 candidates); search.cypher rescores its candidates exactly.
+#: a build leaves one index segment per write (Neo4j merges vector segments only 50 at a time) and
+#: a search visits them all, 36-54 ms at p50 for 100 float candidates from 40 segments, 10-15 ms
+#: quantized; search.cypher rescores the candidates on the stored float vectors. Writes with two
+#: writers: 3,000-5,200 nodes/s quantized, 3,700-5,500 float (the machine's own noise is that
+#: wide). ef_construction 50 may write 10-20% faster but on the 130k leaves of the Python docs it
+#: cut recall@10 from 100 candidates from 0.94 to 0.91 (bench/bench_json_docs.py).
 HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 50
+HNSW_EF_CONSTRUCTION = 100
 HNSW_QUANTIZATION = True
 #: Write calls a build keeps in flight: Neo4j inserts into the HNSW graphs of one transaction on one
-#: core, so two writers use both (4,410 nodes/s instead of 3,220 at ef_construction 100).
+#: core, so two writers use both (one writer: 2,300-3,800 nodes/s).
 WRITERS = 2
+#: Least number of neighbours asked of the HNSW index: recall@10 measured on 6k-9k MiniLM vectors
+#: of standard-library code is 0.89-0.98 when asking for just 10, 0.998 or more from 100.
 MIN_CANDIDATES = 100
 #: Vector index of each embedded label, as named in queries/vector_index_<label>.cypher.
 INDEX_NAMES: dict[Label, str] = {label: f"{label.value.lower()}_embedding" for label in EMBEDDED_LABELS}
