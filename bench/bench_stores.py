@@ -4,9 +4,9 @@ Starts its own Neo4j (docker/neo4j-start.sh) unless NEO4J_URI is set (then that 
 WIPED first). The corpus's embeddings come through the persistent cache, so a second run embeds
 nothing. Queries are timed as a user's first query on a fresh build meets them: through a private
 embedding cache that holds only what a build embeds (node texts, pruning variants), so every query
-is embedded anew, and each store and mode gets its own queries. Each query's time is also split into
-its stages (query embedding, the embedder check, vector search, contexts, pruning, the rest). Writes JSON to
-bench/results/.
+is embedded anew, and each store and mode gets its own queries. Each query's time is also split
+into its stages (query embedding, the embedder check, vector search, contexts, pruning, the rest).
+Writes JSON to bench/results/.
 
     python bench/bench_stores.py [--functions 20000] [--queries 200]
 """

@@ -86,6 +86,8 @@ class Neo4jStore(GraphStore):
     """PKG in a Neo4j database; connection settings default to NEO4J_URI, NEO4J_USER,
     NEO4J_PASSWORD (no auth if unset) and NEO4J_DATABASE (the server's default if unset)."""
 
+    writers = WRITERS
+
     def __init__(
         self,
         uri: str | None = None,
@@ -114,7 +116,6 @@ class Neo4jStore(GraphStore):
         self._constraints_ready = False
         self._indexed: set[Label] = set()
         self._embedder: EmbedderInfo | None = None
-        self.writers = WRITERS
 
     # -- plumbing ---------------------------------------------------------------------------
     def _run(self, name: str, **params: Any) -> list[Record]:
