@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pkg.errors import ConfigError
-from pkg.evaluation.arms import parse_arms
+from pkg.evaluation.arms import DERIVED, parse_arms
 from pkg.evaluation.run import Record, derive
 from tests.conftest import MBPP_DIR as MBPP
 from tests.conftest import run_cli
@@ -54,7 +54,12 @@ def test_compare_writes_every_output(compared: tuple[Path, str]) -> None:
     csv_lines = (out / "table.csv").read_text().splitlines()
     assert csv_lines[0].startswith("arm,pass@1 %,passed,context tokens") and len(csv_lines) == 1 + len(ARMS)
     assert (out / "pass_at_1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert {a["arm"] for a in json.loads((out / "summary.json").read_text())["arms"]} == set(ARMS)
+    summary = {a["arm"]: a for a in json.loads((out / "summary.json").read_text())["arms"]}
+    assert set(summary) == set(ARMS)
+    for arm in ARMS:  # cached replies keep the time they took; derived arms generate nothing
+        seconds = summary[arm]["generation_seconds"]
+        assert seconds is None if arm in DERIVED else seconds > 0
+    assert "h of generation when they were made" in table
 
 
 def test_retrieval_arms_carry_context_and_norag_none(compared: tuple[Path, str]) -> None:

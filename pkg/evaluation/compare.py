@@ -101,7 +101,8 @@ def run(c: Comparison, progress: Progress = no_progress) -> list[ArmSummary]:
         "reranked+examples also runs the statement's >>> examples; oracle: first candidate that passes the "
         "hidden tests (an upper bound, never used to pick)",
         f"- wall time of this report's run: {time.perf_counter() - started:.0f} s (generations come from the cache "
-        "where they exist)",
+        f"where they exist); the replies took {sum(r.generation_seconds for r in records) / 3600:.1f} h of "
+        "generation when they were made (the table's \"generation s\": per problem)",
         *c.notes,
     ]
     title = f"PKG comparison on {c.benchmark}: pass@1 per arm"

@@ -24,6 +24,7 @@ class ArmSummary:
     passed: int
     context_tokens: float
     prompt_tokens: float
+    generation_seconds: float | None  # mean per problem; None for arms that pick among others' replies
     helped: int | None
     hurt: int | None
     errors: dict[str, int]
@@ -54,6 +55,9 @@ def summarise(records: Sequence[Record], arms: Sequence[str]) -> list[ArmSummary
                 passed=sum(r.passed for r in group),
                 context_tokens=sum(r.context_tokens for r in group) / n,
                 prompt_tokens=sum(r.prompt_tokens for r in group) / n,
+                generation_seconds=None
+                if group and all(r.chosen_arm is not None for r in group)
+                else sum(r.generation_seconds for r in group) / n,
                 helped=helped,
                 hurt=hurt,
                 errors=dict(Counter(r.error_type or "Unknown" for r in group if not r.passed).most_common()),
@@ -77,13 +81,14 @@ def _cells(row: ArmSummary, errors: Sequence[str]) -> list[str]:
         f"{row.passed}/{row.problems}",
         f"{row.context_tokens:.0f}",
         f"{row.prompt_tokens:.0f}",
+        dash if row.generation_seconds is None else f"{row.generation_seconds:.1f}",
         dash if row.helped is None else str(row.helped),
         dash if row.hurt is None else str(row.hurt),
         *[str(row.errors.get(name, 0)) for name in errors],
     ]
 
 
-HEADER = ["arm", "pass@1 %", "passed", "context tokens", "prompt tokens", "helped", "hurt"]
+HEADER = ["arm", "pass@1 %", "passed", "context tokens", "prompt tokens", "generation s", "helped", "hurt"]
 
 
 def markdown_table(rows: Sequence[ArmSummary]) -> str:
