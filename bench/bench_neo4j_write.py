@@ -25,7 +25,6 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from itertools import pairwise
@@ -44,7 +43,7 @@ from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 from corpora import stdlib_corpus  # noqa: E402
 from harness import RESULTS, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
-from ingest.build import WRITE_BATCH, embed_texts, parse_corpus  # noqa: E402
+from ingest.build import WRITE_BATCH, embed_texts, in_flight, parse_corpus  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
 from pkg.embedders import make_embedder  # noqa: E402
 from pkg.graph import EMBEDDED_LABELS, Edge, Label, Node  # noqa: E402
@@ -213,8 +212,7 @@ def run(variant: Variant, nodes: list[Node], edges: list[Edge], info: EmbedderIn
             store._ensure_constraints()
             clock = Clock(pid)
             calls = [nodes[start : start + variant.write_size] for start in range(0, len(nodes), variant.write_size)]
-            with ThreadPoolExecutor(variant.writers) as pool:
-                list(pool.map(lambda part: store.write(part, []), calls))
+            list(in_flight(lambda part: store.write(part, []), calls, variant.writers))
             node_phase = clock.lap()
             if variant.index == "after":
                 store._indexed.clear()
