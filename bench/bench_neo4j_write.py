@@ -2,8 +2,8 @@
 
 A real corpus (standard-library modules parsed by the project's pipeline into NAME/IMPL/BLOCK/ROW/
 CHUNK nodes, embedded by the default model behind the persistent cache; --random-vectors swaps in
-random unit vectors) is written in build-sized calls of 2,000 nodes, then its relationships.
-Each variant changes one thing of the shipped write path and runs on an emptied database of one
+random unit vectors) is written in build-sized calls of 2,000 nodes, then its relationships,
+with as many calls in flight as a build keeps (ingest.build.in_flight). Each variant changes one thing of the shipped write path and runs on an emptied database of one
 server: a local Neo4j started for the benchmark (docker/neo4j-start.sh), or NEO4J_URI, WIPED before
 every run. The first runs (--warmup), left out of the summary, warm the server's JIT up (a fresh
 JVM writes 2-3x slower); their figures are kept as "warmup_runs".
@@ -218,8 +218,8 @@ def run(variant: Variant, nodes: list[Node], edges: list[Edge], info: EmbedderIn
                 store._indexed.clear()
                 store.check_embedder(info, record=True)  # creates the indexes and awaits them online
             index_phase = clock.lap()
-            for start in range(0, len(edges), variant.write_size):
-                store.write([], edges[start : start + variant.write_size])
+            calls = [edges[start : start + variant.write_size] for start in range(0, len(edges), variant.write_size)]
+            list(in_flight(lambda part: store.write([], part), calls, variant.writers))
             edge_phase = clock.lap()
             counts = store.counts()
             assert sum(counts.nodes.values()) == len(nodes), counts

@@ -78,7 +78,7 @@ def test_writes_in_flight_run_together_up_to_the_limit_and_the_first_failure_sur
     """Three calls run at once (the barrier needs all three), never more; a failure is raised
     after the calls already running have finished."""
     lock = threading.Lock()
-    state = {"running": 0, "peak": 0, "finished": 0}
+    state = {"running": 0, "peak": 0}
     together = threading.Barrier(3, timeout=10)
 
     def work(item: int) -> int:
@@ -94,7 +94,6 @@ def test_writes_in_flight_run_together_up_to_the_limit_and_the_first_failure_sur
         finally:
             with lock:
                 state["running"] -= 1
-                state["finished"] += 1
 
     assert sorted(in_flight(work, range(6), 3)) == [0, 10, 20, 30, 40, 50]
     assert state["peak"] == 3

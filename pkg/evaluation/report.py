@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pkg.evaluation.arms import DERIVED
 from pkg.evaluation.run import Record
 
 BASELINE = "norag"
@@ -55,9 +56,7 @@ def summarise(records: Sequence[Record], arms: Sequence[str]) -> list[ArmSummary
                 passed=sum(r.passed for r in group),
                 context_tokens=sum(r.context_tokens for r in group) / n,
                 prompt_tokens=sum(r.prompt_tokens for r in group) / n,
-                generation_seconds=None
-                if group and all(r.chosen_arm is not None for r in group)
-                else sum(r.generation_seconds for r in group) / n,
+                generation_seconds=None if arm in DERIVED else sum(r.generation_seconds for r in group) / n,
                 helped=helped,
                 hurt=hurt,
                 errors=dict(Counter(r.error_type or "Unknown" for r in group if not r.passed).most_common()),
