@@ -79,14 +79,14 @@ VARIANTS = {
     for v in (
         Variant(
             "store",
-            "the shipped path: vector indexes (int8-quantized) created first and maintained by every "
-            "write, two write calls in flight",
+            "the shipped path: vector indexes (int8-quantized, ef_construction 50) created first and "
+            "maintained by every write, two write calls in flight",
         ),
         Variant("one-writer", "one write call at a time", writers=1),
         Variant("writers-3", "three write calls in flight", writers=3),
         Variant("writers-4", "four write calls in flight", writers=4),
-        Variant("ef-construction-50", "HNSW graphs built with ef_construction 50 instead of 100",
-                ef_construction=50),
+        Variant("ef-construction-100", "HNSW graphs built with ef_construction 100 (Neo4j's default) instead of 50",
+                ef_construction=100),
         Variant("m-8", "HNSW graphs with M 8 (neighbours per node) instead of 16", m=8),
         Variant("not-quantized", "float32 vector indexes, no quantization", quantization=False),
         Variant(

@@ -5,7 +5,8 @@ WIPED first). The corpus's embeddings come through the persistent cache, so a se
 nothing. Queries are timed as a user's first query on a fresh build meets them: through a private
 embedding cache that holds only what a build embeds (node texts, pruning variants), so every query
 is embedded anew, and each store and mode gets its own queries. Each query's time is also split
-into its stages (query embedding, the embedder check, vector search, contexts, pruning, the rest).
+into its stages (query embedding, the embedder check, vector search and contexts — one stage where
+the store answers both in one statement —, pruning, the rest).
 Writes JSON to bench/results/.
 
     python bench/bench_stores.py [--functions 20000] [--queries 200]
@@ -166,8 +167,11 @@ def main() -> None:
         for kind, opener in stores.items():
             store = opener()
             figures = {"write": write_throughput(store, nodes, edges, info)}
-            stages.watch(store, "search", "vector_search")
-            stages.watch(store, "contexts", "contexts")
+            if type(store).nearest_contexts is GraphStore.nearest_contexts:  # search, then contexts
+                stages.watch(store, "search", "vector_search")
+                stages.watch(store, "contexts", "contexts")
+            else:  # both in one statement
+                stages.watch(store, "nearest_contexts", "vector_search_and_contexts")
             stages.watch(store, "embedder_info", "embedder_check")
             for mode in ("func", "block"):
                 mine, queries = queries[:per_pass], queries[per_pass:]

@@ -135,9 +135,9 @@ def retrieve(
     q = _Query(store, embedder, query, db_dir, options)
     if mode in (Mode.FUNC, Mode.BLOCK):
         label = Label.IMPL if mode is Mode.FUNC else Label.BLOCK
-        results = _code_results(q, q.dense(label, k), prune_them=options.with_pruning)
+        results = _code_results(q, q.store.nearest_contexts(label, q.vector, k), prune_them=options.with_pruning)
     elif mode is Mode.BM25_FUNC:
-        results = _code_results(q, q.sparse("func", k), prune_them=False)
+        results = _code_results(q, _with_contexts(q, q.sparse("func", k)), prune_them=False)
     elif mode is Mode.BM25_ROWS:
         results = _plain_results(q, q.sparse("rows", k))
     elif mode is Mode.DENSE_ROWS:
@@ -157,15 +157,18 @@ def _hybrid(q: _Query, k: int) -> list[Result]:
     dense = [doc for doc, _ in q.dense(UNITS[unit], depth)]
     fused = reciprocal_rank_fusion([sparse, dense], [q.options.sparse_weight, q.options.dense_weight], q.options.rrf_k)
     if UNITS[unit] is Label.IMPL:
-        return _code_results(q, fused[:k], prune_them=False)
+        return _code_results(q, _with_contexts(q, fused[:k]), prune_them=False)
     return _plain_results(q, fused[:k])
 
 
-def _code_results(q: _Query, hits: Sequence[tuple[str, float]], prune_them: bool) -> list[Result]:
+def _with_contexts(q: _Query, hits: Sequence[tuple[str, float]]) -> list[tuple[NodeContext, float]]:
     contexts = {c.id: c for c in q.store.contexts([doc for doc, _ in hits])}
+    return [(contexts[doc], score) for doc, score in hits]
+
+
+def _code_results(q: _Query, found: Sequence[tuple[NodeContext, float]], prune_them: bool) -> list[Result]:
     results = []
-    for doc, score in hits:
-        ctx = contexts[doc]
+    for ctx, score in found:
         pruned = prune(ctx, q.vector, q.embedder).text if prune_them and q.embedder else ctx.text
         results.append(_code_result(ctx, score, pruned))
     return results

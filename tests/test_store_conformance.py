@@ -165,6 +165,30 @@ def test_contexts_are_identical(corpus: Corpus) -> None:
     assert any(c.children for c in neo4j) and any(c.function.row is None for c in neo4j)
 
 
+@pytest.mark.parametrize("label", [Label.IMPL, Label.BLOCK])
+def test_nearest_contexts_are_search_then_contexts(
+    corpus: Corpus, text_queries: list[tuple[str, np.ndarray]], label: Label
+) -> None:
+    """Neo4j answers in one statement what the embedded store answers in two calls; the two agree
+    where their searches do."""
+    compared = 0
+    for _, vector in text_queries[:20]:
+        per_kind = {}
+        for kind in KINDS:
+            store = corpus.stores[kind]
+            found = store.nearest_contexts(label, vector, 3)
+            hits = store.search(label, vector, 3)
+            assert [(c.id, pytest.approx(s, abs=1e-5)) for c, s in found] == [(h.id, h.score) for h in hits]
+            assert [c for c, _ in found] == store.contexts([h.id for h in hits])
+            per_kind[kind] = [c for c, _ in found]
+        if [c.id for c in per_kind["embedded"]] == [c.id for c in per_kind["neo4j"]]:
+            assert per_kind["embedded"] == per_kind["neo4j"]
+            compared += 1
+    assert compared >= 15
+    with pytest.raises(ValueError, match="no code context"):
+        corpus.stores["neo4j"].nearest_contexts(Label.ROW, text_queries[0][1], 1)
+
+
 @pytest.mark.parametrize("mode", ["func", "block"])
 def test_retrieval_and_pruning_agree(
     corpus: Corpus, module_embedder: CachedEmbedder, text_queries: list[tuple[str, np.ndarray]], mode: str

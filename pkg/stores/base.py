@@ -146,6 +146,15 @@ class GraphStore(ABC):
     def contexts(self, ids: Sequence[str]) -> list[NodeContext]:
         """Contexts of code nodes, in the order of ids (unknown ids are skipped)."""
 
+    def nearest_contexts(self, label: Label, query: np.ndarray, k: int) -> list[tuple[NodeContext, float]]:
+        """search() then contexts() for IMPL or BLOCK: the k nearest code nodes with their contexts
+        and scores, best first. A store may answer both in one round trip."""
+        if label not in (Label.IMPL, Label.BLOCK):
+            raise ValueError(f"{label.value} nodes have no code context")
+        hits = self.search(label, query, k)
+        found = {c.id: c for c in self.contexts([h.id for h in hits])}
+        return [(found[h.id], h.score) for h in hits]
+
     @abstractmethod
     def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
         """Nodes of any label, in the order of ids (unknown ids are skipped)."""

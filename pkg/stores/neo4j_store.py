@@ -38,16 +38,18 @@ META_KEY = "pkg"
 #: Rows per UNWIND statement (bench/bench_neo4j_write.py: 500, 1,000 and 5,000 write equally fast).
 BATCH = 1000
 INDEX_WAIT_SECONDS = 300
-#: HNSW graph parameters of the vector indexes (Neo4j's defaults) and int8 quantization. Measured
-#: by bench/bench_neo4j_write.py on 78k nodes (20k standard-library functions, MiniLM) on 2 cores:
+#: HNSW graph parameters of the vector indexes and int8 quantization. Measured by
+#: bench/bench_neo4j_write.py on 78k nodes (20k standard-library functions, MiniLM) on 2 cores:
 #: a build leaves one index segment per write (Neo4j merges vector segments only 50 at a time) and
 #: a search visits them all, 36-54 ms at p50 for 100 float candidates from 40 segments, 10-15 ms
 #: quantized; search.cypher rescores the candidates on the stored float vectors. Writes with two
-#: writers: 3,000-5,200 nodes/s quantized, 3,700-5,500 float (the machine's own noise is that
-#: wide). ef_construction 50 may write 10-20% faster but on the 130k leaves of the Python docs it
-#: cut recall@10 from 100 candidates from 0.94 to 0.91 (bench/bench_json_docs.py).
+#: writers: ef_construction 50 3,800-5,200 nodes/s, 100 (Neo4j's default) 3,000-4,500 (the
+#: machine's own noise is that wide), recall@10 0.99 either way. On the 130k leaves of the Python
+#: docs ef_construction 50 cut recall@10 from 0.94 to 0.91 (bench/bench_json_docs.py): PATHVALUE
+#: keeps 100. M 8 instead of 16 wrote no faster.
 HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 100
+HNSW_EF_CONSTRUCTION = 50
+HNSW_EF_CONSTRUCTION_PATHVALUE = 100
 HNSW_QUANTIZATION = True
 #: Write calls a build keeps in flight: Neo4j inserts into the HNSW graphs of one transaction on one
 #: core, so two writers use both (one writer: 2,300-3,800 nodes/s).
@@ -148,7 +150,7 @@ class Neo4jStore(GraphStore):
                 f"vector_index_{label.value.lower()}",
                 dim=dim,
                 m=HNSW_M,
-                ef_construction=HNSW_EF_CONSTRUCTION,
+                ef_construction=HNSW_EF_CONSTRUCTION_PATHVALUE if label is Label.PATHVALUE else HNSW_EF_CONSTRUCTION,
                 quantization=HNSW_QUANTIZATION,
             )
         self._run("await_indexes", seconds=INDEX_WAIT_SECONDS)
@@ -238,6 +240,19 @@ class Neo4jStore(GraphStore):
         if not ids:
             return []
         return [_context(r) for r in self._run("contexts", ids=list(ids))]
+
+    def nearest_contexts(self, label: Label, query: np.ndarray, k: int) -> list[tuple[NodeContext, float]]:
+        """One statement (queries/nearest_<label>.cypher): a round trip less than search then contexts."""
+        if label not in (Label.IMPL, Label.BLOCK):
+            raise ValueError(f"{label.value} nodes have no code context")
+        if k <= 0 or not self._has_index(label):
+            return []
+        vector = np.asarray(query, dtype=np.float32).tolist()
+        records = self._run(
+            f"nearest_{label.value.lower()}", index=INDEX_NAMES[label], k=k,
+            candidates=max(k, MIN_CANDIDATES), vector=vector,
+        )
+        return [(_context(r), 2.0 * r["score"] - 1.0) for r in records]
 
     def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
         if not ids:
