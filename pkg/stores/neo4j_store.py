@@ -227,14 +227,15 @@ class Neo4jStore(GraphStore):
             self._indexed.add(label)
         return label in self._indexed
 
-    def search(self, label: Label, query: np.ndarray, k: int) -> list[Hit]:
+    def _nearest(self, statement: str, label: Label, query: np.ndarray, k: int) -> list[Record]:
+        """Run a statement that takes a label's $k nearest nodes to $vector from its $index."""
         if k <= 0 or not self._has_index(label):
             return []
         vector = np.asarray(query, dtype=np.float32).tolist()
-        records = self._run(
-            "search", index=INDEX_NAMES[label], k=k, candidates=max(k, MIN_CANDIDATES), vector=vector
-        )
-        return [Hit(r["id"], 2.0 * r["score"] - 1.0) for r in records]
+        return self._run(statement, index=INDEX_NAMES[label], k=k, candidates=max(k, MIN_CANDIDATES), vector=vector)
+
+    def search(self, label: Label, query: np.ndarray, k: int) -> list[Hit]:
+        return [Hit(r["id"], _cosine(r["score"])) for r in self._nearest("search", label, query, k)]
 
     def contexts(self, ids: Sequence[str]) -> list[NodeContext]:
         if not ids:
@@ -245,14 +246,8 @@ class Neo4jStore(GraphStore):
         """One statement (queries/nearest_<label>.cypher): a round trip less than search then contexts."""
         if label not in (Label.IMPL, Label.BLOCK):
             raise ValueError(f"{label.value} nodes have no code context")
-        if k <= 0 or not self._has_index(label):
-            return []
-        vector = np.asarray(query, dtype=np.float32).tolist()
-        records = self._run(
-            f"nearest_{label.value.lower()}", index=INDEX_NAMES[label], k=k,
-            candidates=max(k, MIN_CANDIDATES), vector=vector,
-        )
-        return [(_context(r), 2.0 * r["score"] - 1.0) for r in records]
+        records = self._nearest(f"nearest_{label.value.lower()}", label, query, k)
+        return [(_context(r), _cosine(r["score"])) for r in records]
 
     def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
         if not ids:
@@ -323,6 +318,11 @@ def _batches(nodes: Sequence[Node], edges: Sequence[Edge]) -> Iterator[tuple[str
     for rel, typed in by_type.items():
         for start in range(0, len(typed), BATCH):
             yield _LINKS[rel], _Rows({"src": e.src, "dst": e.dst} for e in typed[start : start + BATCH])
+
+
+def _cosine(score: float) -> float:
+    """Cosine similarity from Neo4j's cosine score, (1 + cos) / 2."""
+    return 2.0 * score - 1.0
 
 
 def _context(record: Record) -> NodeContext:
