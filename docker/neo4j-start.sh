@@ -5,7 +5,9 @@
 #   docker/neo4j-start.sh [--home DIR] [--port N]
 #
 # Env: PKG_NEO4J_HOME (default ~/.cache/pkg/neo4j), PKG_NEO4J_PORT (7687),
-#      PKG_NEO4J_START_TIMEOUT (seconds, 180), PKG_NEO4J_HEAP (JVM heap, 1g).
+#      PKG_NEO4J_START_TIMEOUT (seconds, 180), PKG_NEO4J_HEAP (JVM heap, 1g),
+#      PKG_NEO4J_PASSWORD (if set: auth enabled, as in docker-compose.yml, user neo4j with this
+#      password; it applies when the server starts, not to one already running for HOME).
 # Files in HOME: neo4j.pid, neo4j.log (launcher output), data/ and logs/ (Neo4j's own).
 # Stop with docker/neo4j-stop.sh --home DIR.
 set -euo pipefail

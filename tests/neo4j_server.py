@@ -52,11 +52,15 @@ class LocalNeo4j:
             raise RuntimeError(f"Neo4j (pid {self.pid}) still runs after neo4j-stop.sh: {done.stdout}{done.stderr}")
 
 
-def start_local(home: Path) -> LocalNeo4j:
-    """Start a Neo4j on a free port with its data under home; RuntimeError with the launcher's
-    own explanation if it does not come up."""
+def start_local(home: Path, password: str | None = None) -> LocalNeo4j:
+    """Start a Neo4j on a free port with its data under home (auth on, user neo4j, if a password
+    is given); RuntimeError with the launcher's own explanation if it does not come up."""
+    env = {k: v for k, v in os.environ.items() if k != "PKG_NEO4J_PASSWORD"}
+    if password is not None:
+        env["PKG_NEO4J_PASSWORD"] = password
     done = subprocess.run(
         [str(DOCKER / "neo4j-start.sh"), "--home", str(home), "--port", str(free_port())],
+        env=env,
         capture_output=True,
         text=True,
         timeout=START_TIMEOUT,

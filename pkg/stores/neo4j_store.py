@@ -86,7 +86,7 @@ def _reason(exc: BaseException) -> str:
 
 class Neo4jStore(GraphStore):
     """PKG in a Neo4j database; connection settings default to NEO4J_URI, NEO4J_USER,
-    NEO4J_PASSWORD (no auth if unset) and NEO4J_DATABASE (the server's default if unset)."""
+    NEO4J_PASSWORD (no auth if unset or empty) and NEO4J_DATABASE (the server's default if unset)."""
 
     writers = WRITERS
 
@@ -99,7 +99,7 @@ class Neo4jStore(GraphStore):
     ) -> None:
         self.uri = uri or os.environ.get("NEO4J_URI") or DEFAULT_URI
         user = user or os.environ.get("NEO4J_USER") or DEFAULT_USER
-        password = password if password is not None else os.environ.get("NEO4J_PASSWORD")
+        password = password if password is not None else (os.environ.get("NEO4J_PASSWORD") or None)
         self.database = database or os.environ.get("NEO4J_DATABASE") or None
         try:
             self._driver: Driver = GraphDatabase.driver(
@@ -111,6 +111,10 @@ class Neo4jStore(GraphStore):
             self._driver.verify_connectivity()
         except AuthError as exc:
             self._driver.close()
+            if password is None:
+                raise StoreUnavailableError(
+                    f"Neo4j at {self.uri} requires credentials: set NEO4J_USER and NEO4J_PASSWORD"
+                ) from exc
             raise StoreUnavailableError(f"Neo4j at {self.uri} refused the credentials of {user!r}") from exc
         except (DriverError, Neo4jError) as exc:
             self._driver.close()

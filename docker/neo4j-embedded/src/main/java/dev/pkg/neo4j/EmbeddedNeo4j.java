@@ -2,6 +2,7 @@ package dev.pkg.neo4j;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 import org.neo4j.configuration.GraphDatabaseInternalSettings;
@@ -21,10 +22,15 @@ import sun.misc.Signal;
  *
  * <p>Usage: {@code EmbeddedNeo4j --home DIR --port N}. Prints {@code READY bolt://127.0.0.1:N}
  * once the default database is available; SIGTERM/SIGINT shut the DBMS down cleanly and exit 0.
+ * Auth is off unless the environment variable {@value #PASSWORD_ENV} is set: then it is on, as in
+ * the Docker image, and the user {@code neo4j} has that password.
  */
 public final class EmbeddedNeo4j {
     private static final String HOST = "127.0.0.1";
     private static final Duration START_TIMEOUT = Duration.ofMinutes(3);
+    /** Read from the environment, not the command line, so that it does not show in process lists. */
+    static final String PASSWORD_ENV = "PKG_NEO4J_PASSWORD";
+    private static final String SET_PASSWORD = "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED";
 
     private static DatabaseManagementService dbms;
 
@@ -59,7 +65,7 @@ public final class EmbeddedNeo4j {
         Runtime.getRuntime().addShutdownHook(new Thread(EmbeddedNeo4j::shutdown, "neo4j-shutdown"));
 
         try {
-            start(home, port);
+            start(home, port, System.getenv(PASSWORD_ENV));
         } catch (Exception | LinkageError e) {
             System.err.println("ERROR: Neo4j failed to start: " + e);
             for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
@@ -75,7 +81,7 @@ public final class EmbeddedNeo4j {
         System.exit(shutdown() ? 0 : 1);
     }
 
-    private static void start(Path home, int port) {
+    private static void start(Path home, int port, String password) {
         dbms = new DatabaseManagementServiceBuilder(home)
                 .setConfig(BoltConnector.enabled, true)
                 .setConfig(BoltConnector.listen_address, new SocketAddress(HOST, port))
@@ -84,7 +90,7 @@ public final class EmbeddedNeo4j {
                 .setConfig(GraphDatabaseInternalSettings.netty_server_shutdown_quiet_period, 0)
                 .setConfig(HttpConnector.enabled, false)
                 .setConfig(HttpsConnector.enabled, false)
-                .setConfig(GraphDatabaseSettings.auth_enabled, false)
+                .setConfig(GraphDatabaseSettings.auth_enabled, password != null)
                 .setConfig(GraphDatabaseSettings.udc_enabled, false)
                 .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(256))
                 // Small, non-preallocated transaction logs; only what recovery needs is kept.
@@ -95,6 +101,11 @@ public final class EmbeddedNeo4j {
         String name = GraphDatabaseSettings.DEFAULT_DATABASE_NAME;
         if (!dbms.database(name).isAvailable(START_TIMEOUT.toMillis())) {
             throw new IllegalStateException("database '" + name + "' not available after " + START_TIMEOUT);
+        }
+        if (password != null) {
+            // The embedded API acts without authentication; the password then holds for Bolt clients.
+            dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME)
+                    .executeTransactionally(SET_PASSWORD, Map.of("password", password));
         }
     }
 
