@@ -57,7 +57,9 @@ def write_throughput(store: GraphStore, nodes: list[Node], edges: list, info: Em
     parts = [edges[start : start + BATCH] for start in range(0, len(edges), BATCH)]
     list(in_flight(lambda part: store.write([], part), parts, store.writers))
     edge_s = time.perf_counter() - started
-    return {"nodes": len(nodes), "nodes_per_s": len(nodes) / node_s, "relationships": len(edges),
+    vectors = sum(n.vector is not None for n in nodes)
+    return {"nodes": len(nodes), "nodes_per_s": len(nodes) / node_s, "vectors": vectors,
+            "vectors_per_s": vectors / node_s, "relationships": len(edges),
             "relationships_per_s": len(edges) / edge_s, "seconds": node_s + edge_s}
 
 

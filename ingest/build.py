@@ -37,7 +37,7 @@ WRITE_BATCH = 2000
 PARTS = ("functions", "rows", "chunks", "json")
 DEFAULT_CHUNK_SIZE = 2000
 #: Bump when extraction changes what a file yields, so that every file is rebuilt.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2  # 2: NAME nodes no longer embedded
 
 
 @dataclass(frozen=True)

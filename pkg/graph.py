@@ -11,14 +11,14 @@ import numpy as np
 
 
 class Label(StrEnum):
-    """Node labels; all but PATH carry an embedding."""
+    """Node labels; those of EMBEDDED_LABELS carry an embedding."""
 
     NAME = "NAME"  # a function's qualified name
     IMPL = "IMPL"  # a function's full source
     BLOCK = "BLOCK"  # a compound statement inside a function
     ROW = "ROW"  # a corpus item as a whole: a file, or a JSONL row
     CHUNK = "CHUNK"  # a cAST chunk of a file (or of a JSONL row's code fence)
-    PATH = "PATH"  # an internal key of a JSON document (not embedded)
+    PATH = "PATH"  # an internal key of a JSON document
     PATHVALUE = "PATHVALUE"  # a primitive leaf of a JSON document: "path = a/b/c ; value = ..."
 
 
@@ -32,7 +32,9 @@ class Rel(StrEnum):
     JSON_CHILD = "JSON_CHILD"  # PATH -> each child PATH or PATHVALUE
 
 
-EMBEDDED_LABELS: tuple[Label, ...] = tuple(label for label in Label if label is not Label.PATH)
+#: The labels that a retrieval mode searches by vector, each with its own vector index. NAME and PATH
+#: are reached through their edges only: embedding them cost a build a quarter of its vectors.
+EMBEDDED_LABELS: tuple[Label, ...] = (Label.IMPL, Label.BLOCK, Label.ROW, Label.CHUNK, Label.PATHVALUE)
 
 
 def content_id(*parts: object) -> str:
@@ -57,8 +59,8 @@ class Node:
 
     @property
     def embed_text(self) -> str:
-        """What the node is embedded by: a NAME by its name, code nodes by their code."""
-        return str(self.props["name"] if self.label is Label.NAME else self.props["text"])
+        """What the node is embedded by: its text (code, a corpus item, a JSON leaf)."""
+        return str(self.props["text"])
 
 
 @dataclass(frozen=True)

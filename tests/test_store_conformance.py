@@ -57,7 +57,7 @@ def corpus(
     }
     try:
         reports = {kind: build(STDLIB_SLICE, store, module_embedder) for kind, store in stores.items()}
-        nodes = parse_corpus(STDLIB_SLICE).nodes
+        nodes = [n for n in parse_corpus(STDLIB_SLICE).nodes if n.label in EMBEDDED_LABELS]
         vectors = module_embedder.embed_documents([n.embed_text for n in nodes])
         nodes = [replace(n, vector=v) for n, v in zip(nodes, vectors, strict=True)]
         yield Corpus(stores, reports, nodes, embedded_dir, neo4j_uri)
