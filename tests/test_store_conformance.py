@@ -57,9 +57,10 @@ def corpus(
     }
     try:
         reports = {kind: build(STDLIB_SLICE, store, module_embedder) for kind, store in stores.items()}
-        nodes = [n for n in parse_corpus(STDLIB_SLICE).nodes if n.label in EMBEDDED_LABELS]
-        vectors = module_embedder.embed_documents([n.embed_text for n in nodes])
-        nodes = [replace(n, vector=v) for n, v in zip(nodes, vectors, strict=True)]
+        nodes = parse_corpus(STDLIB_SLICE).nodes
+        embedded = [n for n in nodes if n.label in EMBEDDED_LABELS]
+        vectors = dict(zip(embedded, module_embedder.embed_documents([n.embed_text for n in embedded]), strict=True))
+        nodes = [replace(n, vector=vectors[n]) if n in vectors else n for n in nodes]
         yield Corpus(stores, reports, nodes, embedded_dir, neo4j_uri)
     finally:
         for store in stores.values():
