@@ -29,7 +29,7 @@ public final class EmbeddedNeo4j {
     private static final String HOST = "127.0.0.1";
     private static final Duration START_TIMEOUT = Duration.ofMinutes(3);
     /** Read from the environment, not the command line, so that it does not show in process lists. */
-    static final String PASSWORD_ENV = "PKG_NEO4J_PASSWORD";
+    private static final String PASSWORD_ENV = "PKG_NEO4J_PASSWORD";
     private static final String SET_PASSWORD = "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED";
 
     private static DatabaseManagementService dbms;
