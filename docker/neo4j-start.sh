@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start a local Neo4j 5.26 Community database without Docker (embedded launcher in
-# docker/neo4j-embedded: Bolt only, on 127.0.0.1, auth disabled) and print its Bolt URI.
+# docker/neo4j-embedded: Bolt only, on 127.0.0.1, auth off unless PKG_NEO4J_PASSWORD is set)
+# and print its Bolt URI.
 #
 #   docker/neo4j-start.sh [--home DIR] [--port N]
 #
