@@ -44,7 +44,7 @@ from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 from corpora import stdlib_corpus  # noqa: E402
 from harness import RESULTS, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
-from ingest.build import WRITE_BATCH, embed_texts, in_flight, parse_corpus  # noqa: E402
+from ingest.build import WRITE_BATCH, embed_texts, embedded_texts, in_flight, parse_corpus, with_vectors  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
 from pkg.embedders import make_embedder  # noqa: E402
 from pkg.graph import EMBEDDED_LABELS, Edge, Label, Node  # noqa: E402
@@ -262,7 +262,7 @@ def load_corpus(functions: int, random_vectors: bool) -> tuple[list[Node], list[
     corpus = parse_corpus(files)
     nodes = corpus.nodes
     edges = [e for unit in corpus.units for e in unit.edges]
-    texts = [n.embed_text for n in nodes if n.label in EMBEDDED_LABELS]
+    texts = embedded_texts(nodes)
     if random_vectors:
         matrix = np.random.default_rng(0).standard_normal((len(texts), 384)).astype(np.float32)
         vectors = dict(zip(texts, matrix / np.linalg.norm(matrix, axis=1, keepdims=True), strict=True))
@@ -271,7 +271,7 @@ def load_corpus(functions: int, random_vectors: bool) -> tuple[list[Node], list[
         embedder = make_embedder("minilm", default_cache_dir())
         vectors = embed_texts(texts, embedder, lambda *_: None)
         info = EmbedderInfo(embedder.name, embedder.dim)
-    nodes = [replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n for n in nodes]
+    nodes = with_vectors(nodes, vectors)
     labels = {label.value: sum(n.label is label for n in nodes) for label in Label}
     described = {
         "files": len(files),

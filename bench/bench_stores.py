@@ -23,7 +23,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,10 +30,10 @@ sys.path[:0] = [str(Path(__file__).parent), str(ROOT)]
 from corpora import stdlib_corpus  # noqa: E402
 from harness import RESULTS, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
-from ingest.build import embed_texts, in_flight, parse_corpus, pruning_variants  # noqa: E402
+from ingest.build import embed_texts, embedded_texts, in_flight, parse_corpus, pruning_variants, with_vectors  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
 from pkg.embedders import CachedEmbedder, Embedder, EmbeddingCache, make_embedder  # noqa: E402
-from pkg.graph import EMBEDDED_LABELS, Node, text_hash  # noqa: E402
+from pkg.graph import Node, text_hash  # noqa: E402
 from pkg.stores.base import EmbedderInfo, GraphStore  # noqa: E402
 from pkg.stores.embedded import EmbeddedStore  # noqa: E402
 from pkg.stores.neo4j_store import Neo4jStore  # noqa: E402
@@ -126,10 +125,10 @@ def main() -> None:
     parse_s = time.perf_counter() - started
     embedder = make_embedder("minilm", default_cache_dir())
     started = time.perf_counter()
-    texts = [n.embed_text for n in corpus.nodes if n.label in EMBEDDED_LABELS] + pruning_variants(corpus.units)
+    texts = embedded_texts(corpus.nodes) + pruning_variants(corpus.units)
     vectors = embed_texts(texts, embedder, lambda *_: None)
     embed_s = time.perf_counter() - started
-    nodes = [replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n for n in corpus.nodes]
+    nodes = with_vectors(corpus.nodes, vectors)
     edges = [e for unit in corpus.units for e in unit.edges]
     info = EmbedderInfo(embedder.name, embedder.dim)
 

@@ -202,6 +202,16 @@ def embed_texts(texts: list[str], embedder: Embedder, progress: Progress) -> dic
     return vectors
 
 
+def embedded_texts(nodes: Iterable[Node]) -> list[str]:
+    """The texts of the nodes that carry a vector (EMBEDDED_LABELS), in order."""
+    return [n.embed_text for n in nodes if n.label in EMBEDDED_LABELS]
+
+
+def with_vectors(nodes: Iterable[Node], vectors: Mapping[str, np.ndarray]) -> list[Node]:
+    """The nodes, each of EMBEDDED_LABELS given the vector of its text (as embed_texts returns them)."""
+    return [replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n for n in nodes]
+
+
 def _write_batches(sources: list[SourceGraph]) -> Iterator[list[SourceGraph]]:
     """Whole sources grouped into batches of about WRITE_BATCH nodes; each batch is one write."""
     batch: list[SourceGraph] = []
@@ -247,7 +257,7 @@ def load(
     store.check_embedder(EmbedderInfo(embedder.name, embedder.dim), record=True)
     cached = isinstance(embedder, CachedEmbedder)
     hits, misses = (embedder.hits, embedder.misses) if cached else (0, 0)
-    texts = [n.embed_text for n in corpus.nodes if n.label in EMBEDDED_LABELS]
+    texts = embedded_texts(corpus.nodes)
     if prepare_pruning:
         variants = pruning_variants(corpus.units)
         report.pruning_variants = len(variants)
@@ -263,11 +273,7 @@ def load(
     total = len(corpus.nodes)
 
     def write(batch: list[SourceGraph]) -> tuple[int, int]:
-        nodes = [
-            replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n
-            for s in batch
-            for n in s.graph.nodes
-        ]
+        nodes = with_vectors((n for s in batch for n in s.graph.nodes), vectors)
         edges = [e for s in batch for e in s.graph.edges]
         store.replace_sources([s.record for s in batch], nodes, edges)
         return len(nodes), len(edges)

@@ -35,10 +35,11 @@ def launcher_version() -> str:
 def test_image_is_the_launchers_neo4j_line(neo4j_service: dict) -> None:
     image, _, tag = neo4j_service["image"].partition(":")
     assert image == "neo4j"
-    major, minor, _patch = launcher_version().split(".")
+    version = launcher_version()
+    major, minor, _patch = version.split(".")
     assert tag == f"{major}.{minor}"
     readme = (DOCKER.parent / "README.md").read_text(encoding="utf-8")
-    assert f"Neo4j {launcher_version()} from Maven Central" in readme
+    assert f"Neo4j {version} from Maven Central" in readme
 
 
 def test_bolt_is_published_on_loopback_at_the_stores_default_port(neo4j_service: dict) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ingest.build import BuildReport, build, parse_corpus
+from ingest.build import BuildReport, build, embed_texts, embedded_texts, parse_corpus, with_vectors
 from pkg.embedders import CachedEmbedder
 from pkg.errors import EmbedderMismatchError, StoreUnavailableError
 from pkg.graph import EMBEDDED_LABELS, Label, Node
@@ -58,9 +58,7 @@ def corpus(
     try:
         reports = {kind: build(STDLIB_SLICE, store, module_embedder) for kind, store in stores.items()}
         nodes = parse_corpus(STDLIB_SLICE).nodes
-        embedded = [n for n in nodes if n.label in EMBEDDED_LABELS]
-        vectors = dict(zip(embedded, module_embedder.embed_documents([n.embed_text for n in embedded]), strict=True))
-        nodes = [replace(n, vector=vectors[n]) if n in vectors else n for n in nodes]
+        nodes = with_vectors(nodes, embed_texts(embedded_texts(nodes), module_embedder, lambda *_: None))
         yield Corpus(stores, reports, nodes, embedded_dir, neo4j_uri)
     finally:
         for store in stores.values():
