@@ -181,7 +181,8 @@ def parse_corpus(
     roots = [p.resolve() for p in paths]
     deleted = sorted(p for p in known if p not in present and _under(p, roots))
     corpus = ParsedCorpus(sources, deleted, report)
-    if not any(s.graph.nodes for s in sources) and not report.unchanged_files and not deleted:
+    # A known file that now yields nothing is work too: its old nodes must go.
+    if not any(s.graph.nodes or s.record.path in known for s in sources) and not report.unchanged_files and not deleted:
         what = "functions" if set(parts) == {"functions"} else "code or rows"
         raise CorpusError(f"no {what} found in {', '.join(str(p) for p in paths)}")
     report.removed_files = len(deleted)

@@ -3,8 +3,10 @@
 The document is a rooted tree of keys; an array contributes its indices to the path. Every key
 whose value is an object or an array is a PATH node; every key whose value is a primitive is a
 PATHVALUE node whose payload is `path = a/b/c ; value = ...`; JSON_CHILD edges go from a path to
-each of its children. The document itself is the root PATH (path ""). Keys are escaped as in JSON
-Pointer (`~` as `~0`, `/` as `~1`) so that paths stay unambiguous.
+each of its children. The document itself is the root PATH (path ""). A path is the JSON Pointer
+of its key without the leading slash (`~` escaped as `~0`, `/` as `~1`), so distinct keys get
+distinct paths; the one path two nodes share is "", of the root and of a top-level empty key, and
+their ids differ.
 """
 
 from __future__ import annotations
@@ -36,14 +38,14 @@ def _escape(key: str) -> str:
 def json_graph(document: Any, source: str, row: int | None = None) -> UnitGraph:
     """PATH and PATHVALUE nodes of a JSON document, with their JSON_CHILD edges."""
     graph = UnitGraph()
-    root = Node(content_id(Label.PATH, source, row, ""), Label.PATH, {"source": source, "row": row, "path": ""})
+    root = Node(content_id(Label.PATH, source, row), Label.PATH, {"source": source, "row": row, "path": ""})
     graph.nodes.append(root)
     _children(document, root.id, "", (), source, row, graph)
     return graph
 
 
 def _children(
-    value: Any, parent: str, path: str, titles: tuple[str, ...], source: str, row: int | None, graph: UnitGraph
+    value: Any, parent: str, pointer: str, titles: tuple[str, ...], source: str, row: int | None, graph: UnitGraph
 ) -> None:
     if isinstance(value, dict):
         title = value.get(TITLE_KEY)
@@ -54,7 +56,8 @@ def _children(
     else:
         return
     for key, child in items:
-        child_path = f"{path}/{key}" if path else key
+        child_pointer = f"{pointer}/{key}"
+        child_path = child_pointer[1:]
         if isinstance(child, dict | list):
             node = Node(
                 content_id(Label.PATH, source, row, child_path),
@@ -62,7 +65,7 @@ def _children(
                 {"source": source, "row": row, "path": child_path},
             )
             graph.nodes.append(node)
-            _children(child, node.id, child_path, inner, source, row, graph)
+            _children(child, node.id, child_pointer, inner, source, row, graph)
         else:
             text = payload(child_path, child)
             node = Node(

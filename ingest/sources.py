@@ -128,6 +128,24 @@ def _fences(text: str) -> Iterator[str]:
         yield match.group(2)
 
 
+def _json_value(text: str, where_line: bool) -> Any:
+    """Parse JSON that can be stored: a ValueError names the problem when the text is not JSON, or
+    holds what Python refuses to read (a number past its digit limit, nesting past its recursion
+    limit) or no store can keep as UTF-8 (a lone surrogate from a `\\ud8xx` escape)."""
+    try:
+        value = json.loads(text)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg}" + (f" at line {exc.lineno}" if where_line else "")) from None
+    except UnicodeEncodeError:
+        raise ValueError("unusable JSON: a \\u escape encodes half of a surrogate pair") from None
+    except RecursionError:
+        raise ValueError("unusable JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"unusable JSON: {str(exc).split(';')[0]}") from None
+    return value
+
+
 #: Turns a tutorial file and its text into its JSON document (the deterministic converters by default).
 Structurer = Callable[[Path, str], dict[str, Any]]
 
@@ -148,9 +166,9 @@ def read_items(path: Path, structurer: Structurer | None = None) -> tuple[list[C
         return [CorpusItem(str(path), None, text, (unit,))], []
     if path.suffix in JSON_SUFFIXES:
         try:
-            return [CorpusItem(str(path), None, text, (), json.loads(text))], []
-        except json.JSONDecodeError as exc:
-            return [], [Skipped(str(path), f"invalid JSON: {exc.msg} at line {exc.lineno}")]
+            return [CorpusItem(str(path), None, text, (), _json_value(text, where_line=True))], []
+        except ValueError as exc:
+            return [], [Skipped(str(path), str(exc))]
     if path.suffix not in ROW_SUFFIXES:
         try:
             document = structurer(path, text) if structurer else tutorial_to_json(path)
@@ -163,9 +181,9 @@ def read_items(path: Path, structurer: Structurer | None = None) -> tuple[list[C
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            skipped.append(Skipped(f"{path}#row{number}", f"invalid JSON: {exc.msg}"))
+            row = _json_value(line, where_line=False)
+        except ValueError as exc:
+            skipped.append(Skipped(f"{path}#row{number}", str(exc)))
             continue
         if not isinstance(row, dict):
             skipped.append(Skipped(f"{path}#row{number}", "row is not a JSON object"))

@@ -23,7 +23,7 @@ from pkg.generators import SPEC_HELP as GENERATOR_HELP
 from pkg.stores import STORES, GraphStore, open_store
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
 from retrieval.lexical import UNITS
-from retrieval.search import Mode, Neighbour
+from retrieval.search import LEXICAL_MODES, Mode, Neighbour
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -80,7 +80,7 @@ def _cache_option(command: Any) -> Any:
         "--cache-dir",
         type=click.Path(file_okay=False, path_type=Path),
         default=default_cache_dir,
-        show_default="$PKG_CACHE_DIR or ~/.cache/pkg",
+        show_default="$PKG_CACHE_DIR, else $XDG_CACHE_HOME/pkg or ~/.cache/pkg",
         help="Directory of the persistent embedding cache.",
     )(command)
 
@@ -237,17 +237,19 @@ def query(text: str, mode: str, k: int, no_prune: bool, neighbour: str, hybrid_u
     """Retrieve context for TEXT (a task description or code) from the PKG."""
     from retrieval.search import Options, retrieve
 
-    options = Options(neighbour=Neighbour(neighbour), hybrid_unit=hybrid_unit, sparse_weight=sparse_weight,
-                      dense_weight=dense_weight, rrf_k=rrf_k, with_titles=with_titles)
+    options = Options(with_pruning=not no_prune, neighbour=Neighbour(neighbour), hybrid_unit=hybrid_unit,
+                      sparse_weight=sparse_weight, dense_weight=dense_weight, rrf_k=rrf_k, with_titles=with_titles)
     with _opened(store, db_dir) as graph:
-        model = _query_embedder(graph, embedder, cache_dir)
-        answer = retrieve(graph, model, text, mode, k, not no_prune, db_dir=db_dir, options=options)
+        model = None if Mode(mode) in LEXICAL_MODES else _query_embedder(graph, embedder, cache_dir)
+        answer = retrieve(graph, model, text, mode, k, db_dir=db_dir, options=options)
     if fmt == "json":
         keys = ("id", "kind", "name", "path", "row", "lines", "score", "text", "pruned_text")
         results = [{key: getattr(r, key) for key in keys} for r in answer.results]
         click.echo(json.dumps({"results": results, "prompt": answer.prompt}, indent=2))
     elif fmt == "prompt":
         click.echo(answer.prompt)
+    elif not answer.results:
+        click.echo(f"pkg: no {mode} results for this query", err=True)
     else:
         for rank, r in enumerate(answer.results, start=1):
             where = r.path if r.row is None else f"{r.path}#row{r.row}"

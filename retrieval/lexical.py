@@ -20,13 +20,12 @@ def index_dir(db_dir: Path, unit: str) -> Path:
 
 
 def refresh_indexes(store: GraphStore, db_dir: Path) -> dict[str, int]:
-    """Rebuild the BM25 index of every unit from what the store now holds; returns document counts."""
+    """Rebuild the BM25 index of every unit from what the store now holds (an empty index when it
+    holds none of the unit, so no older index outlives its nodes); returns document counts."""
     sizes = {}
     for unit, label in UNITS.items():
         documents = store.texts(label)
-        if documents:
-            ids, texts = zip(*documents)
-            BM25Index.build(ids, texts).save(index_dir(db_dir, unit))
+        BM25Index.build([doc for doc, _ in documents], [text for _, text in documents]).save(index_dir(db_dir, unit))
         sizes[unit] = len(documents)
     return sizes
 

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 
 from pkg.embedders import Embedder
-from pkg.errors import ConfigError
+from pkg.errors import ConfigError, StoreError
 from pkg.graph import Label
 from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT, reciprocal_rank_fusion
@@ -34,6 +34,10 @@ class Mode(StrEnum):
     HYBRID = "hybrid"  # BM25 and dense rankings of one unit fused by weighted RRF
     CHUNK = "chunk"  # cAST chunks by vector, optionally with a neighbour
     JSON = "json"  # JSON-PKG: PATHVALUE leaves of JSON documents and tutorials by vector
+
+
+#: Modes that rank by BM25 alone: they never embed the query.
+LEXICAL_MODES = frozenset({Mode.BM25_ROWS, Mode.BM25_FUNC})
 
 
 class Neighbour(StrEnum):
@@ -115,7 +119,6 @@ def retrieve(
     query: str,
     mode: Mode | str,
     k: int = 1,
-    with_pruning: bool = True,
     db_dir: Path | None = None,
     options: Options | None = None,
 ) -> Retrieval:
@@ -129,7 +132,7 @@ def retrieve(
         raise ConfigError("k must be at least 1")
     if not query.strip():
         raise ConfigError("the query is empty")
-    options = replace(options or Options(), with_pruning=with_pruning)
+    options = options or Options()
     if options.hybrid_unit not in UNITS:
         raise ConfigError(f"unknown hybrid unit {options.hybrid_unit!r}; use one of: {', '.join(UNITS)}")
     q = _Query(store, embedder, query, db_dir, options)
@@ -161,8 +164,20 @@ def _hybrid(q: _Query, k: int) -> list[Result]:
     return _plain_results(q, fused[:k])
 
 
+def _require_found(hits: Sequence[tuple[str, float]], found: Collection[str]) -> None:
+    """Refuse hits the store no longer holds: a BM25 index left behind by an interrupted build, or
+    one built beside another database, can name nodes the store has replaced."""
+    missing = [doc for doc, _ in hits if doc not in found]
+    if missing:
+        raise StoreError(
+            f"{len(missing)} retrieved node(s) are not in the store (first: {missing[0]}): its BM25 index is out"
+            " of date; run `pkg build` again"
+        )
+
+
 def _with_contexts(q: _Query, hits: Sequence[tuple[str, float]]) -> list[tuple[NodeContext, float]]:
     contexts = {c.id: c for c in q.store.contexts([doc for doc, _ in hits])}
+    _require_found(hits, contexts)
     return [(contexts[doc], score) for doc, score in hits]
 
 
@@ -192,6 +207,7 @@ def _code_result(ctx: NodeContext, score: float, pruned: str) -> Result:
 def _plain_results(q: _Query, hits: Sequence[tuple[str, float]]) -> list[Result]:
     """Results for ROW and CHUNK hits; chunks get their neighbour if the options ask for one."""
     nodes = {n.id: n for n in q.store.nodes([doc for doc, _ in hits])}
+    _require_found(hits, nodes)
     neighbour = q.options.neighbour
     adjacent: dict[str, str] = {}
     if neighbour is not Neighbour.NONE:

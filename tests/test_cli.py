@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import FIXTURES, STDLIB_SLICE, run_cli
 
+README = Path(__file__).parent.parent / "README.md"
+
 CORPUS = FIXTURES / "corpus"
 
 
@@ -148,3 +150,13 @@ def test_syntax_errors_are_reported_and_good_functions_kept(tmp_path: Path, env:
     report = json.loads(done.stdout)
     assert report["functions"] == 2 and len(report["issues"]) >= 1
     assert report["issues"][0]["line"] == 4
+
+
+def test_the_readme_lists_every_option_of_every_command() -> None:
+    from pkg.cli import cli
+
+    rows = {line.split("`")[1].split()[1]: line for line in README.read_text().splitlines() if line.startswith("| `pkg ")}
+    assert set(rows) == set(cli.commands)
+    for name, command in cli.commands.items():
+        options = [o for param in command.params for o in param.opts if o.startswith("--") and o != "--help"]
+        assert [o for o in options if f"`{o}" not in rows[name] and f"/{o}" not in rows[name]] == [], name

@@ -74,6 +74,17 @@ def test_cache_keys_by_model(minilm: SentenceTransformerEmbedder, tmp_path: Path
     assert cache.dim("st:other-model") is None and cache.dim(minilm.name) == 384
 
 
+def test_a_cache_sqlite_refuses_is_an_embedder_error(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
+    path = tmp_path / "e.sqlite"
+    cache = EmbeddingCache(path)
+    cache._db.execute("PRAGMA query_only = 1")  # SQLite now refuses writes, as on a read-only or full disk
+    with pytest.raises(EmbedderError, match=f"cannot write to the embedding cache at {path}: attempt to write"):
+        CachedEmbedder(minilm, cache).embed_documents(["x = 1"])
+    cache.close()
+    with pytest.raises(EmbedderError, match=f"cannot read the embedding cache at {path}"):
+        cache.get_many(minilm.name, "document", ["irrelevant"])
+
+
 def test_unknown_embedder_spec_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown embedder"):
         make_embedder("word2vec", tmp_path)

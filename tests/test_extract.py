@@ -51,6 +51,26 @@ def test_sanitize_keeps_decorators_classes_constants_and_leaves_broken_code_alon
     assert sanitize("def f(:\n    pass") == "def f(:\n    pass\n"
 
 
+def test_sanitize_keeps_guarded_definitions_and_drops_what_runs_examples() -> None:
+    code = (
+        "import sys\ntry:\n    from math import gcd\nexcept ImportError:\n    gcd = None\n"
+        "if sys.version_info >= (3, 8):\n    def f(a, b):\n        return gcd(a, b)\n"
+        "LIMIT = 10\nLIMIT += 5\n"
+        "if __name__ == '__main__':\n    LIMIT = 0\n"
+        "if LIMIT:\n    print(f(4, 6))\n"
+        "try:\n    assert f(4, 6) == 2\nexcept AssertionError:\n    pass\n"
+        "for case in [(1, 2)]:\n    f(*case)\n"
+    )
+    kept = sanitize(code)
+    assert kept == (
+        "import sys\n\ntry:\n    from math import gcd\nexcept ImportError:\n    gcd = None\n\n"
+        "if sys.version_info >= (3, 8):\n    def f(a, b):\n        return gcd(a, b)\n\nLIMIT = 10\n\nLIMIT += 5\n"
+    )
+    namespace: dict[str, object] = {}
+    exec(kept, namespace)
+    assert namespace["f"](4, 6) == 2 and namespace["LIMIT"] == 15  # type: ignore[operator]
+
+
 def test_humaneval_messages_show_the_prompt_and_the_context() -> None:
     problem = load_humaneval()[0]
     plain = build_messages(problem)

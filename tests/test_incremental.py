@@ -123,6 +123,20 @@ def test_building_a_subtree_leaves_the_rest(open_store: Opener, module_embedder:
     assert {p: f for p, f in after.sources.items() if "/sub/" not in p} == outside
 
 
+def test_a_file_emptied_of_functions_loses_them(open_store: Opener, module_embedder: CachedEmbedder,
+                                                tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "a.py").write_text("def a():\n    return 1\n")
+    store = open_store("emptied")
+    build([root], store, module_embedder, parts={"functions"})
+    (root / "a.py").write_text("A = 1\n")
+    report = build([root], store, module_embedder, parts={"functions"})
+    assert (report.files, report.functions) == (1, 0)
+    assert store.counts().nodes.get("IMPL", 0) == 0 and store.counts().nodes.get("NAME", 0) == 0
+    assert build([root], store, module_embedder, parts={"functions"}).unchanged_files == 1
+
+
 _KILLED_BUILD = textwrap.dedent(
     """
     import sys, time

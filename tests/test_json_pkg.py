@@ -42,6 +42,15 @@ def test_a_document_becomes_paths_and_leaves() -> None:
     assert [n.id for n in json_graph(document, "config.json").nodes] == [n.id for n in graph.nodes]
 
 
+def test_empty_keys_keep_paths_and_ids_apart() -> None:
+    graph = json_graph({"a": 1, "": {"a": 2, "": {"": 3}}}, "odd.json")
+    paths = [(n.label.value, n.props["path"]) for n in graph.nodes]
+    assert paths == [("PATH", ""), ("PATHVALUE", "a"), ("PATH", ""), ("PATHVALUE", "/a"), ("PATH", "/"),
+                     ("PATHVALUE", "//")]
+    assert len({n.id for n in graph.nodes}) == len(graph.nodes)
+    assert all(e.src != e.dst for e in graph.edges) and len(graph.edges) == len(graph.nodes) - 1
+
+
 @pytest.fixture(scope="module", params=["embedded", "neo4j"])
 def store(
     request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory

@@ -17,6 +17,7 @@ from pkg.graph import Label
 from pkg.stores.base import GraphStore
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
+from retrieval.bm25 import BM25Index
 from retrieval.fusion import reciprocal_rank_fusion
 from retrieval.lexical import open_index, refresh_indexes
 from retrieval.search import Neighbour, Options, retrieve
@@ -121,6 +122,14 @@ def test_stale_or_missing_indexes_are_refused(built: Built, tmp_path: Path) -> N
         retrieve(built.store, built.embedder, "x", "hybrid", db_dir=built.db_dir, options=Options(hybrid_unit="file"))
 
 
+def test_an_index_naming_replaced_nodes_is_refused(built: Built, tmp_path: Path) -> None:
+    """As many documents as the store, but under ids it no longer holds (an interrupted build)."""
+    ids, texts = zip(*built.store.texts(Label.IMPL))
+    BM25Index.build([f"replaced-{doc}" for doc in ids], texts).save(tmp_path / "bm25" / "func")
+    with pytest.raises(StoreError, match="not in the store .* run `pkg build` again"):
+        retrieve(built.store, None, "heappush", "bm25-func", db_dir=tmp_path)
+
+
 def test_bm25_modes_never_load_the_model(built: Built) -> None:
     answer = retrieve(built.store, None, "heappush", "bm25-func", k=1, db_dir=built.db_dir)
     assert answer.results[0].name == "heappush"
@@ -139,6 +148,25 @@ def test_every_mode_from_the_cli(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         top = json.loads(done.stdout)["results"][0]
         assert top["kind"] == expected and "n % d == 0" in top["text"], (mode, top)
+
+
+def test_bm25_query_needs_no_embedder_and_follows_a_narrower_rebuild(tmp_path: Path) -> None:
+    env = {"PKG_CACHE_DIR": str(tmp_path / "cache"), "VOYAGE_API_KEY": ""}
+    db = str(tmp_path / "db")
+    assert run_cli("build", str(FIXTURES / "corpus"), "--db", db, env_extra=env).returncode == 0
+    # an embedder that cannot even start (no API key) is never built for a BM25 query
+    done = run_cli("query", "is the number prime", "--mode", "bm25-func", "--embedder", "voyage", "--db", db,
+                   "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    assert "n % d == 0" in json.loads(done.stdout)["results"][0]["text"]
+    # rebuilt without rows: the rows index empties with the store instead of outliving its nodes
+    assert run_cli("build", str(FIXTURES / "corpus"), "--db", db, "--parts", "functions", env_extra=env).returncode == 0
+    done = run_cli("query", "is the number prime", "--mode", "bm25-rows", "--db", db, "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["results"] == []
+    done = run_cli("query", "is the number prime", "--mode", "bm25-rows", "--db", db, env_extra=env)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == "pkg: no bm25-rows results for this query\n"
 
 
 @pytest.mark.parametrize("kind", ["embedded", "neo4j"])

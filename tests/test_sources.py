@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.sources import discover, read_items
+from ingest.sources import Skipped, discover, read_items
 from pkg.errors import CorpusError
 
 
@@ -79,3 +79,18 @@ def test_jsonl_rows_every_fence_counts(tmp_path: Path) -> None:
     assert "def two" in units[2].text and "def three" in units[3].text
     assert [s.reason.split(":")[0] for s in skipped] == ["invalid JSON", "row is not a JSON object"]
     assert skipped[0].path.endswith("#row4")
+
+
+def test_json_no_store_can_keep_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    lone, pair = '{"output": "\\ud83d alone"}', '{"output": "\\ud83d\\ude00 paired"}'
+    huge, deep = '{"n": ' + "9" * 5000 + "}", '{"a": ' * 2000 + "1" + "}" * 2000
+    (tmp_path / "rows.jsonl").write_text("\n".join([lone, pair, huge, deep]) + "\n")
+    items, skipped = read_items(tmp_path / "rows.jsonl")
+    assert [item.row for item in items] == [2] and items[0].text == "\U0001f600 paired"
+    assert [(s.path.rsplit("#", 1)[1], s.reason) for s in skipped] == [
+        ("row1", "unusable JSON: a \\u escape encodes half of a surrogate pair"),
+        ("row3", "unusable JSON: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"),
+        ("row4", "unusable JSON: nested too deeply"),
+    ]
+    (tmp_path / "doc.json").write_text(lone)
+    assert read_items(tmp_path / "doc.json") == ([], [Skipped(str(tmp_path / "doc.json"), skipped[0].reason)])

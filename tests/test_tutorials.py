@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -220,9 +222,15 @@ def test_keys_come_in_the_documented_order(name: str) -> None:
     ids=lambda path: path.name,
 )
 def test_conversion_is_deterministic(path: Path, python_docs: Path) -> None:
-    assert json.dumps(tutorial_to_json(path), sort_keys=False) == json.dumps(
-        tutorial_to_json(path), sort_keys=False
-    )
+    """The same document in processes with different string hashing (set iteration order)."""
+    convert = "import json, sys; from pathlib import Path; from ingest.tutorials import tutorial_to_json; " \
+              "print(json.dumps(tutorial_to_json(Path(sys.argv[1]))))"
+    outputs = {
+        subprocess.run([sys.executable, "-c", convert, str(path)], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2")
+    }
+    assert outputs == {json.dumps(tutorial_to_json(path)) + "\n"}
 
 
 def test_title_falls_back_to_the_file_stem(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ class EmbeddingCache:
     """Vectors on disk in SQLite; safe to share between processes."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=60)
@@ -39,24 +40,32 @@ class EmbeddingCache:
     def get_many(self, model: str, input_type: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors for the given text hashes (missing ones are absent)."""
         found: dict[str, np.ndarray] = {}
-        for start in range(0, len(hashes), _LOOKUP_CHUNK):
-            chunk = list(hashes[start : start + _LOOKUP_CHUNK])
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT hash, vector FROM vectors WHERE model = ? AND input_type = ? AND hash IN ({marks})",
-                [model, input_type, *chunk],
-            )
-            for digest, blob in rows:
-                found[digest] = np.frombuffer(blob, dtype=np.float32)
+        try:
+            for start in range(0, len(hashes), _LOOKUP_CHUNK):
+                chunk = list(hashes[start : start + _LOOKUP_CHUNK])
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT hash, vector FROM vectors WHERE model = ? AND input_type = ? AND hash IN ({marks})",
+                    [model, input_type, *chunk],
+                )
+                for digest, blob in rows:
+                    found[digest] = np.frombuffer(blob, dtype=np.float32)
+        except sqlite3.Error as exc:
+            raise EmbedderError(f"cannot read the embedding cache at {self.path}: {exc}") from exc
         return found
 
     def put_many(self, model: str, input_type: str, items: dict[str, np.ndarray]) -> None:
         """Store vectors by text hash (one transaction)."""
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
-                [(model, input_type, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
-            )
+        try:
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+                    [(model, input_type, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
+                )
+        except sqlite3.Error as exc:
+            raise EmbedderError(
+                f"cannot write to the embedding cache at {self.path}: {exc} (--cache-dir or PKG_CACHE_DIR moves it)"
+            ) from exc
 
     def dim(self, model: str) -> int | None:
         """Dimension of any vector cached for the model, if there is one."""

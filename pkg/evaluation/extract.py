@@ -33,12 +33,26 @@ def extract_code(reply: str, entry_point: str) -> str:
     return sanitize(chosen)
 
 
-def _is_main_guard(node: ast.stmt) -> bool:
-    return isinstance(node, ast.If) and "__name__" in ast.unparse(node.test)
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
+                ast.AnnAssign, ast.AugAssign, ast.Pass)
+
+
+def _only_defines(node: ast.stmt) -> bool:
+    """Whether running `node` only defines names: a definition, or an `if` / `try` (but not the
+    `__main__` guard) made of definitions alone, such as an import with a fallback."""
+    if isinstance(node, _DEFINITIONS):
+        return True
+    if isinstance(node, ast.If):
+        return "__name__" not in ast.unparse(node.test) and all(map(_only_defines, node.body + node.orelse))
+    if isinstance(node, ast.Try):
+        bodies = node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
+        return all(map(_only_defines, bodies))
+    return False
 
 
 def sanitize(code: str) -> str:
-    """Keeps imports, definitions and top-level assignments; drops example calls, prints, asserts and
+    """Keeps the top-level statements that only define names (imports, functions, classes,
+    assignments, and `if` / `try` made of those); drops example calls, prints, asserts, loops and
     `if __name__ == "__main__":` blocks, which would run (and may fail) before the real tests.
     Code that does not parse is returned unchanged: its SyntaxError is the candidate's to report."""
     text = code.strip("\n")
@@ -48,9 +62,8 @@ def sanitize(code: str) -> str:
         return text + "\n"
     lines = text.splitlines()
     kept: list[str] = []
-    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
     for node in tree.body:
-        if isinstance(node, keep) and not _is_main_guard(node):
+        if _only_defines(node):
             start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             kept.append("\n".join(lines[start - 1 : node.end_lineno]))
     return "\n\n".join(kept) + "\n" if kept else text + "\n"

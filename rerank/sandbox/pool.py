@@ -59,6 +59,7 @@ class _Worker:
         except OSError as exc:
             self._log.close()
             raise SandboxError(f"cannot start a sandbox worker: {exc}") from exc
+        self._stopped = False
         for pipe in (self._process.stdin, self._process.stdout):
             os.set_blocking(pipe.fileno(), False)  # type: ignore[union-attr]
         try:
@@ -98,10 +99,17 @@ class _Worker:
         return Outcome(status, error_type, message, "", False, time.monotonic() - started)
 
     def stop(self) -> None:
-        try:
-            os.killpg(self._process.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        """Kill the worker's process group and release what it held; once is enough. A worker
+        already reaped is not signalled: its pid may name another process group by now (under bwrap
+        it was its pid namespace's init, so what ran inside died with it)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._process.returncode is None:
+            try:
+                os.killpg(self._process.pid, signal.SIGKILL)
+            except OSError:
+                pass
         self._process.wait()
         for pipe in (self._process.stdin, self._process.stdout):
             pipe.close()  # type: ignore[union-attr]
