@@ -7,6 +7,8 @@ embedding cache that holds only what a build embeds (node texts, pruning variant
 is embedded anew, and each store and mode gets its own queries. Each query's time is also split
 into its stages (query embedding, the embedder check, vector search and contexts — one stage where
 the store answers both in one statement —, pruning, the rest).
+The writes are one build into a store just opened: for Neo4j a server just started, whose JVM has
+not warmed up (a cold-start figure; bench_neo4j_write.py measures warm medians over repeats).
 Writes JSON to bench/results/.
 
     python bench/bench_stores.py [--functions 20000] [--queries 200]
@@ -167,7 +169,7 @@ def main() -> None:
         }
         for kind, opener in stores.items():
             store = opener()
-            figures = {"write": write_throughput(store, nodes, edges, info)}
+            figures = {"write": write_throughput(store, nodes, edges, info) | {"server": "just started, one build"}}
             if type(store).nearest_contexts is GraphStore.nearest_contexts:  # search, then contexts
                 stages.watch(store, "search", "vector_search")
                 stages.watch(store, "contexts", "contexts")

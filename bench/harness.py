@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
 
 
 def utc_now() -> str:
@@ -26,11 +28,27 @@ def machine() -> dict:
     return {"cpus": os.cpu_count(), "python": sys.version.split()[0], "load": os.getloadavg()[0]}
 
 
+def provenance() -> dict:
+    """What produced a result: the command line, and the commit of the checkout (dirty when it has
+    uncommitted changes; None outside a git checkout)."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
+        except OSError:
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"command": [Path(sys.argv[0]).name, *sys.argv[1:]], "commit": git("rev-parse", "HEAD"),
+            "dirty": None if status is None else bool(status)}
+
+
 def write_result(out_dir: Path, name: str, result: dict) -> Path:
-    """Write `result` as indented JSON to `out_dir/<name>-<UTC timestamp>.json`; return the path."""
+    """Write `result`, with its provenance, as indented JSON to `out_dir/<name>-<UTC timestamp>.json`;
+    return the path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps({**result, "provenance": provenance()}, indent=2) + "\n", encoding="utf-8")
     return path
 
 

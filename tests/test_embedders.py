@@ -17,6 +17,7 @@ from pkg.embedders import CachedEmbedder, Embedder, EmbeddingCache, make_embedde
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from pkg.embedders.voyage import VoyageEmbedder
 from pkg.errors import ConfigError, EmbedderError
+from pkg.graph import text_hash
 
 
 def test_minilm_loads_offline_and_gives_unit_vectors(minilm: SentenceTransformerEmbedder) -> None:
@@ -70,7 +71,10 @@ def test_cache_never_embeds_the_same_text_twice(minilm: SentenceTransformerEmbed
 def test_cache_keys_by_model(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> None:
     cache = EmbeddingCache(tmp_path / "e.sqlite")
     CachedEmbedder(minilm, cache).embed_documents(["x = 1"])
-    assert cache.get_many("st:other-model", "document", ["irrelevant"]) == {}
+    digest = text_hash("x = 1")
+    assert list(cache.get_many(minilm.name, "document", [digest])) == [digest]
+    assert cache.get_many("st:other-model", "document", [digest]) == {}  # another model's vector is never reused
+    assert cache.get_many(minilm.name, "query", [digest]) == {}
     assert cache.dim("st:other-model") is None and cache.dim(minilm.name) == 384
 
 

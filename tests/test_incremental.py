@@ -121,6 +121,9 @@ def test_building_a_subtree_leaves_the_rest(open_store: Opener, module_embedder:
     after = store.snapshot()
     outside = {p: f for p, f in before.sources.items() if "/sub/" not in p}
     assert {p: f for p, f in after.sources.items() if "/sub/" not in p} == outside
+    clean = open_store("clean")  # nodes and edges too: the same as a build of the whole tree as it now is
+    build([root], clean, module_embedder)
+    assert_same_graph(after, clean.snapshot())
 
 
 def test_a_file_emptied_of_functions_loses_them(open_store: Opener, module_embedder: CachedEmbedder,

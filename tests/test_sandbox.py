@@ -166,7 +166,8 @@ def test_messages_are_one_short_line(sandbox: BwrapSandbox) -> None:
 def test_endless_programs_time_out_on_the_wall_clock(sandbox: BwrapSandbox, program: str) -> None:
     outcome = sandbox.run(f"print('started', flush=False)\n{program}", FAST)
     assert verdict(outcome) == ("timeout", "Timeout")
-    assert FAST.timeout_s <= outcome.seconds < FAST.timeout_s + 1.0
+    # the in-sandbox deadline fired (the pool's fallback would say the worker stopped answering)
+    assert outcome.message == f"no result within {FAST.timeout_s} s" and outcome.seconds >= FAST.timeout_s
     assert outcome.output == "started\n"  # printed before the deadline, line by line
 
 
@@ -180,7 +181,7 @@ def test_ignoring_signals_does_not_escape_the_timeout(sandbox: BwrapSandbox) -> 
         "    pass\n"
     )
     outcome = sandbox.run(program, FAST)
-    assert verdict(outcome) == ("timeout", "Timeout") and outcome.seconds < FAST.timeout_s + 1.0
+    assert verdict(outcome) == ("timeout", "Timeout") and outcome.message == f"no result within {FAST.timeout_s} s"
     assert_nothing_left(sandbox)
 
 

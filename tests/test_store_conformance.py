@@ -14,6 +14,7 @@ import pytest
 
 from ingest.build import BuildReport, build, embed_texts, embedded_texts, parse_corpus, with_vectors
 from pkg.embedders import CachedEmbedder
+from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from pkg.errors import EmbedderMismatchError, StoreUnavailableError
 from pkg.graph import EMBEDDED_LABELS, Label, Node
 from pkg.stores import GraphStore, open_store
@@ -108,10 +109,19 @@ def test_both_stores_hold_the_same_graph(corpus: Corpus) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_rebuild_is_idempotent(corpus: Corpus, module_embedder: CachedEmbedder, kind: str) -> None:
     store = corpus.stores[kind]
-    before = store.counts()
+    before = store.snapshot()
     report = build(STDLIB_SLICE, store, module_embedder)
-    assert report.texts_embedded == 0
-    assert store.counts() == before
+    assert (report.files, report.nodes, report.edges, report.texts_embedded) == (0, 0, 0, 0)
+    assert store.snapshot() == before  # nodes, properties, vectors, edges and sources untouched
+
+
+def test_the_fixture_gives_each_node_its_own_texts_vector(corpus: Corpus, minilm: SentenceTransformerEmbedder) -> None:
+    """The expected nodes pair text and vector as an uncached model does, checked on a sample."""
+    sample = [n for n in corpus.nodes if n.label in EMBEDDED_LABELS][::13]
+    fresh = minilm.embed_documents([n.embed_text for n in sample])
+    assert len(sample) > 20
+    for node, vector in zip(sample, fresh, strict=True):
+        np.testing.assert_allclose(node.vector, vector, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -377,7 +377,9 @@ def test_sphinx_directives_in_the_python_docs(rst_pages: dict[str, dict[str, Any
     """`testcode`, `code-block`, `:hide:` and metadata field lists, on real pages."""
     sqlite = rst_pages["library/sqlite3.rst.txt"]
     hidden = "[('a', 9), ('b', 12), ('c', 16), ('d', 12), ('e', 9)]"  # a `.. testoutput:: :hide:`
-    assert all(b["text"] != hidden for b in blocks(sqlite, "code"))
+    assert not any(hidden in b["text"] for b in blocks(sqlite, "code"))
+    window = [b["text"] for b in blocks(sqlite, "code") if 'create_window_function("sumint", 1, WindowSumInt)' in b["text"]]
+    assert len(window) == 1 and window[0].rstrip().endswith("print(cur.fetchall())")  # the `testcode` block, whole
     gui = rst_pages["faq/gui.rst.txt"]  # starts with `:tocdepth: 2`, which is not content
     assert [s["title"] for _, s in walk(gui["sections"])][:2] == [
         "Graphic User Interface FAQ",
