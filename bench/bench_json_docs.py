@@ -90,6 +90,8 @@ def main() -> None:
         "stores": {},
     }
     tops: dict[str, list[list[tuple[str, float]]]] = {}
+    asker = make_embedder("minilm", None)  # no cache: every query is embedded, as a user's first
+    asker.embed_query("warm up")
     with tempfile.TemporaryDirectory() as tmp, neo4j_database() as (uri, _):
         wipe(uri)
         stores: dict[str, GraphStore] = {"embedded": EmbeddedStore(Path(tmp) / "db", create=True), "neo4j": Neo4jStore(uri)}
@@ -99,8 +101,6 @@ def main() -> None:
             build_s = time.perf_counter() - started
             counts = store.counts()
             hits, times, tops[kind] = 0, [], []
-            asker = make_embedder("minilm", None)  # no cache: every query is embedded, as a user's first
-            asker.embed_query("warm up")
             for query in queries:
                 started = time.perf_counter()
                 found = retrieve(store, asker, query, "json", k=RECALL_K).results
