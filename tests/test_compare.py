@@ -60,6 +60,7 @@ def test_compare_writes_every_output(compared: tuple[Path, str]) -> None:
         seconds = summary[arm]["generation_seconds"]
         assert seconds is None if arm in DERIVED else seconds > 0
     assert "h of generation when they were made" in table
+    assert "| reused context | passed if reused (norag) |" in table
 
 
 def test_retrieval_arms_carry_context_and_norag_none(compared: tuple[Path, str]) -> None:
@@ -67,9 +68,10 @@ def test_retrieval_arms_carry_context_and_norag_none(compared: tuple[Path, str])
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     for record in records:
         if record["arm"] == "norag":
-            assert record["context"] == "" and record["context_tokens"] == 0
+            assert record["context"] == "" and record["context_tokens"] == 0 and record["reuses_context"] is None
         elif record["arm"] in ("bm25", "func-pkg", "block-pkg", "json-pkg"):
             assert "<context>" in record["context"] and record["context_tokens"] > 0
+            assert isinstance(record["reuses_context"], bool)
             assert record["prompt_tokens"] > record["context_tokens"]
         if record["status"] != "passed" and record["chosen_arm"] is None:
             assert record["error_type"]
@@ -83,6 +85,7 @@ def test_derived_arms_choose_among_the_generated_candidates(compared: tuple[Path
         if record["arm"] in ("reranked", "reranked+examples", "oracle"):
             source = generated[(record["task_id"], record["chosen_arm"])]
             assert record["code"] == source["code"] and record["passed"] == source["passed"]
+            assert record["reuses_context"] == source["reuses_context"]
     for task in ("HumanEval/0", "HumanEval/1"):
         oracle = next(r for r in records if r["arm"] == "oracle" and r["task_id"] == task)
         assert oracle["passed"] == any(r["passed"] for (t, _), r in generated.items() if t == task)

@@ -100,6 +100,9 @@ def run(c: Comparison, progress: Progress = no_progress) -> list[ArmSummary]:
         "- reranked: parses → runs alone without raising → most similar to the query (never the tests); "
         "reranked+examples also runs the statement's >>> examples; oracle: first candidate that passes the "
         "hidden tests (an upper bound, never used to pick)",
+        "- reused context: answers that define a function under a name the context defines, or take at least half "
+        "of their substantial lines from it verbatim; passed if reused (norag): how many of those passed, and how "
+        "many NoRAG answers passed on the same problems",
         f"- wall time of this report's run: {time.perf_counter() - started:.0f} s (generations come from the cache "
         f"where they exist); the replies took {sum(r.generation_seconds for r in records) / 3600:.1f} h of "
         "generation when they were made (the table's \"generation s\": per problem)",

@@ -1,5 +1,6 @@
 """The comparison's outputs: per-problem JSONL, a pass@1 table (Markdown and CSV) with error types,
-context tokens and help/hurt counts against NoRAG, and a bar chart."""
+context tokens, help/hurt counts against NoRAG and how often answers took their context over, and a
+bar chart."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ class ArmSummary:
     generation_seconds: float | None  # mean per problem; None for arms that pick among others' replies
     helped: int | None
     hurt: int | None
+    reused: int | None  # retrieval arms: answers that took their context over (pkg.evaluation.reuse)
+    reused_passed: int | None  # of those, how many passed
+    reused_baseline: int | None  # on the same problems, how many NoRAG passed
     errors: dict[str, int]
 
     @property
@@ -49,6 +53,8 @@ def summarise(records: Sequence[Record], arms: Sequence[str]) -> list[ArmSummary
         if baseline and arm != BASELINE:
             helped = sum(1 for r in group if r.passed and not baseline.get(r.task_id, False))
             hurt = sum(1 for r in group if not r.passed and baseline.get(r.task_id, False))
+        reusing = [r for r in group if r.reuses_context]
+        retrieving = any(r.reuses_context is not None for r in group)
         rows.append(
             ArmSummary(
                 arm=arm,
@@ -59,6 +65,9 @@ def summarise(records: Sequence[Record], arms: Sequence[str]) -> list[ArmSummary
                 generation_seconds=None if arm in DERIVED else sum(r.generation_seconds for r in group) / n,
                 helped=helped,
                 hurt=hurt,
+                reused=len(reusing) if retrieving else None,
+                reused_passed=sum(r.passed for r in reusing) if retrieving else None,
+                reused_baseline=sum(baseline.get(r.task_id, False) for r in reusing) if retrieving and baseline else None,
                 errors=dict(Counter(r.error_type or "Unknown" for r in group if not r.passed).most_common()),
             )
         )
@@ -83,11 +92,20 @@ def _cells(row: ArmSummary, errors: Sequence[str]) -> list[str]:
         dash if row.generation_seconds is None else f"{row.generation_seconds:.1f}",
         dash if row.helped is None else str(row.helped),
         dash if row.hurt is None else str(row.hurt),
+        dash if row.reused is None else str(row.reused),
+        _reused_outcome(row),
         *[str(row.errors.get(name, 0)) for name in errors],
     ]
 
 
-HEADER = ["arm", "pass@1 %", "passed", "context tokens", "prompt tokens", "generation s", "helped", "hurt"]
+def _reused_outcome(row: ArmSummary) -> str:
+    if row.reused_passed is None:
+        return "–"
+    return f"{row.reused_passed} ({row.reused_baseline})" if row.reused_baseline is not None else str(row.reused_passed)
+
+
+HEADER = ["arm", "pass@1 %", "passed", "context tokens", "prompt tokens", "generation s", "helped", "hurt",
+          "reused context", "passed if reused (norag)"]
 
 
 def markdown_table(rows: Sequence[ArmSummary]) -> str:

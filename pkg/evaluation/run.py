@@ -15,6 +15,7 @@ from pkg.embedders import Embedder
 from pkg.evaluation.arms import DERIVED, GENERATING, ORACLE, RERANKED_EXAMPLES, Retriever
 from pkg.evaluation.extract import extract_code
 from pkg.evaluation.prompts import CONTEXT_BUDGET, build_messages, context_block, fit_snippets
+from pkg.evaluation.reuse import reuses_context
 from pkg.generators.base import GenerationParams, Generator
 from pkg.progress import Progress, no_progress
 from rerank.reranker import Evidence, choose, cosine_similarities, parses
@@ -51,6 +52,7 @@ class Record:
     context: str = ""
     context_tokens: int = 0
     context_truncated: bool = False
+    reuses_context: bool | None = None  # retrieval arms: whether the answer took the context over
     prompt_tokens: int = 0
     completion_tokens: int = 0
     generation_seconds: float = 0.0
@@ -102,6 +104,7 @@ def generate_arm(
                 context=context,
                 context_tokens=generator.count_tokens(context) if context else 0,
                 context_truncated=truncated,
+                reuses_context=reuses_context(code, snippets) if arm.mode is not None else None,
                 prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens,
                 generation_seconds=reply.seconds,
@@ -200,6 +203,7 @@ def derive(arm_name: str, task_id: str, candidates: Sequence[Record]) -> Record:
         message=winner.message,
         code=winner.code,
         context_tokens=winner.context_tokens,
+        reuses_context=winner.reuses_context,
         prompt_tokens=winner.prompt_tokens,
         completion_tokens=winner.completion_tokens,
         chosen_arm=winner.arm,
