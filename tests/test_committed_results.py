@@ -4,6 +4,7 @@ pass@1 that the run's `summary.json` recorded, so the prose cannot drift from th
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -13,20 +14,25 @@ RESULTS = ROOT / "bench" / "results"
 COLUMNS = {"HumanEval (164)": "compare-humaneval", "MBPP sanitized test (257)": "compare-mbpp"}
 
 
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
 def readme_results() -> list[tuple[str, str, str]]:
     """(arm, results folder, cell) for every cell of the README's committed-results table."""
     lines = (ROOT / "README.md").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| arm | HumanEval"))
-    header = [cell.strip() for cell in lines[start].strip("|").split("|")]
+    header = _cells(lines[start])
     cells = []
     for line in lines[start + 2:]:
         if not line.startswith("|"):
             break
-        row = [cell.strip() for cell in line.strip("|").split("|")]
+        row = _cells(line)
         cells += [(row[0], COLUMNS[name], cell) for name, cell in zip(header[1:], row[1:], strict=True)]
     return cells
 
 
+@cache
 def recorded(folder: str) -> dict[str, float]:
     summary = json.loads((RESULTS / folder / "summary.json").read_text())
     return {arm["arm"]: arm["pass_at_1"] for arm in summary["arms"]}
