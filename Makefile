@@ -6,7 +6,7 @@ STDLIB := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["s
 DEMO_DB := .pkg-demo
 DEMO_CORPUS := $(addprefix $(STDLIB)/,json textwrap.py heapq.py bisect.py statistics.py difflib.py shlex.py fractions.py) README.md
 
-.PHONY: demo test models
+.PHONY: demo test test-unit models lint
 
 # Debian packages: bubblewrap isolates generated code (demo, tests); the Python documentation is
 # the tests' real tutorial corpus.
@@ -37,7 +37,8 @@ models: $(BIN)/pkg
 
 # Build a PKG from a slice of the standard library and this README (a tutorial) on the embedded
 # store, ask it for code and for tutorial text, then compare NoRAG, Func-PKG, Block-PKG and the
-# reranker on three HumanEval problems with a small local model (the real comparison: README).
+# reranker on three HumanEval problems with a small local model (the real comparison: README), and
+# write a function for a task of our own, checked in the sandbox.
 demo: $(BIN)/pkg
 	$(call apt,$(DEMO_PACKAGES))
 	$(BIN)/pkg build $(DEMO_CORPUS) --db $(DEMO_DB)
@@ -49,8 +50,25 @@ demo: $(BIN)/pkg
 	$(BIN)/pkg compare --benchmark humaneval --limit 3 --arms norag,func-pkg,block-pkg,reranked,oracle \
 		--generator llama:smollm2-135m --max-new-tokens 256 $(addprefix --corpus ,$(DEMO_CORPUS)) \
 		--db $(DEMO_DB) --out $(DEMO_DB)/compare
+	$(BIN)/pkg generate "def add(a: int, b: int) -> int: '''Return the sum. >>> add(2, 3) 5'''" \
+		--arms norag,func-pkg,func-bm25 --generator llama:smollm2-135m --max-new-tokens 128 --db $(DEMO_DB)
 
-# The whole test suite; it starts the Neo4j it needs itself (docker/neo4j-start.sh).
-test: models
+# Guardrails: imports run one way (pyproject's import-linter layers), ruff lint and format, mypy.
+lint: $(BIN)/pkg
+	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# The guardrails, then the whole test suite; it starts the Neo4j it needs itself (docker/neo4j-start.sh).
+test: models lint
 	$(call apt,$(TEST_PACKAGES))
 	$(BIN)/pytest
+
+# The unit tests alone, in under a minute: no embedding model, Neo4j, sandbox, llama.cpp model,
+# `pkg` subprocess (markers in pyproject.toml; tests/conftest.py fails a unit test that needs one)
+# or slow whole-corpus check.
+UNIT_TESTS := not model and not neo4j and not sandbox and not llm and not cli and not slow
+test-unit: $(BIN)/pkg
+	$(call apt,python3.11-doc)
+	$(BIN)/pytest -m "$(UNIT_TESTS)"

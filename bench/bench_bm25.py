@@ -8,7 +8,6 @@ The JetBrains study of retrieval for code completion reports BM25 with word spli
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import sys
@@ -17,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from corpora import stdlib_corpus  # noqa: E402
-from harness import RESULTS, machine, percentile, utc_now, write_result  # noqa: E402
+from harness import bench_parser, machine, percentile, utc_now, write_result  # noqa: E402
 
-from ingest.build import parse_corpus  # noqa: E402
+from ingest.parse import parse_corpus  # noqa: E402
 from pkg.graph import Label  # noqa: E402
 from retrieval.bm25 import BM25Index  # noqa: E402
 from retrieval.tokenize import code_tokens  # noqa: E402
@@ -42,8 +41,7 @@ def measure(ids: list[str], texts: list[str], queries: list[str], repeats: int =
         "tokenize_s_per_1m_chars": tokenize_s * per_m,
         "build_s_per_1m_chars": build_s * per_m,
         "build_s": build_s,
-        "query_ms": {"queries": len(latencies), "p50": percentile(latencies, 50),
-                     "p95": percentile(latencies, 95)},
+        "query_ms": {"queries": len(latencies), "p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
     }
 
 
@@ -54,10 +52,9 @@ def _timed(work: object) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--functions", type=int, default=20000)
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     files, _ = stdlib_corpus(args.functions)
     corpus = parse_corpus(files, parts=("functions", "rows"))

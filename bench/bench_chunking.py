@@ -10,7 +10,6 @@ which the project's ``test`` extra installs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import sysconfig
@@ -22,7 +21,7 @@ from tree_sitter import Node
 from tree_sitter_language_pack import get_parser
 
 sys.path.insert(0, str(Path(__file__).parent))  # also when imported as bench.bench_chunking (tests)
-from harness import RESULTS, machine, utc_now, write_result  # noqa: E402
+from harness import bench_parser, machine, utc_now, write_result  # noqa: E402
 
 from ingest.chunking import WHITESPACE, Chunk, chunk_source  # noqa: E402
 
@@ -173,11 +172,10 @@ def bench_size(paths: list[Path], sources: list[str], size: int, repeat: int) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--modules", type=int, default=200)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 500])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     paths = stdlib_modules(args.modules)

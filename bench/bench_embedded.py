@@ -8,7 +8,6 @@ p50/p95 (query embedding + top-k + pruning) in modes func and block. Writes JSON
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import sysconfig
@@ -16,12 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import RESULTS, machine, percentile, utc_now, write_result
-from ingest.build import build
-from ingest.functions import iter_blocks
-from ingest.python_parser import extract_python
+from harness import bench_parser, machine, percentile, utc_now, write_result
+
+from ingest.extract import extract
+from pkg.code.functions import iter_blocks
 from pkg.embedders import CachedEmbedder, EmbeddingCache
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.knowledge_base import KnowledgeBase
 from pkg.stores.embedded import EmbeddedStore
 from retrieval.search import retrieve
 
@@ -40,16 +40,15 @@ def stdlib_files(count: int) -> list[Path]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--modules", type=int, default=120)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     files = stdlib_files(args.modules)
     sources = [f.read_text(encoding="utf-8") for f in files]
     started = time.perf_counter()
-    extractions = [extract_python(s) for s in sources]
+    extractions = [extract(s, "python") for s in sources]
     parse_s = time.perf_counter() - started
     functions = [fn for e in extractions for fn in e.functions]
     blocks = sum(1 for fn in functions for _ in iter_blocks(fn.blocks))
@@ -65,7 +64,7 @@ def main() -> None:
         embedder = CachedEmbedder(model, EmbeddingCache(Path(tmp) / "cache.sqlite"))
         store = EmbeddedStore(Path(tmp) / "db", create=True)
         started = time.perf_counter()
-        report = build(files, store, embedder)
+        report = KnowledgeBase(Path(tmp) / "db", store, embedder).build(files).report
         build_s = time.perf_counter() - started
         docstrings = [ast.get_docstring(ast.parse(fn.text).body[0]) for fn in functions]
         usable = [d.strip().split("\n")[0] for d in docstrings if d and len(d.strip()) > 20]
@@ -83,12 +82,20 @@ def main() -> None:
         "benchmark": "embedded walking skeleton",
         "date": utc_now(),
         "machine": machine(),
-        "corpus": {"modules": len(files), "functions": len(functions), "blocks": blocks,
-                   "lines": sum(s.count("\n") for s in sources)},
+        "corpus": {
+            "modules": len(files),
+            "functions": len(functions),
+            "blocks": blocks,
+            "lines": sum(s.count("\n") for s in sources),
+        },
         "parse": {"seconds": parse_s, "functions_per_s": len(functions) / parse_s, "blocks_per_s": blocks / parse_s},
         "embed": {"model": model.name, "texts": len(sample), "texts_per_s": len(sample) / embed_s},
-        "build": {"seconds": build_s, "nodes": report.nodes, "edges": report.edges,
-                  "texts_embedded": report.texts_embedded},
+        "build": {
+            "seconds": build_s,
+            "nodes": report.nodes,
+            "edges": report.edges,
+            "texts_embedded": report.texts_embedded,
+        },
         "query_ms": {
             mode: {"queries": len(v), "p50": percentile(v, 50), "p95": percentile(v, 95)} for mode, v in latency.items()
         },

@@ -13,7 +13,6 @@ bench/results/.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -23,12 +22,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(Path(__file__).parent), str(ROOT)]
-from harness import RESULTS, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
+from harness import bench_parser, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
-from ingest.build import build, embed_texts, parse_corpus  # noqa: E402
+from ingest.parse import parse_corpus  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
 from pkg.embedders import make_embedder  # noqa: E402
 from pkg.graph import Label  # noqa: E402
+from pkg.indexing import embed_texts  # noqa: E402
+from pkg.knowledge_base import KnowledgeBase  # noqa: E402
+from pkg.schema import PathValueNode, expect  # noqa: E402
 from pkg.stores.base import GraphStore  # noqa: E402
 from pkg.stores.embedded import EmbeddedStore  # noqa: E402
 from pkg.stores.neo4j_store import Neo4jStore  # noqa: E402
@@ -63,10 +65,9 @@ def _report(stage: str, done: int, total: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--docs", type=Path, default=DOCS)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     if not args.docs.is_dir():
         sys.exit(f"no documentation at {args.docs} (apt-get install python3.11-doc)")
@@ -85,8 +86,14 @@ def main() -> None:
         "benchmark": "JSON-PKG on the Python documentation, both stores",
         "date": utc_now(),
         "machine": machine(),
-        "corpus": {"docs": str(args.docs), "files": corpus.report.files, "leaves": len(leaves),
-                   "parse_s": parse_s, "embed_s": embed_s, "queries": len(queries)},
+        "corpus": {
+            "docs": str(args.docs),
+            "files": corpus.report.files,
+            "leaves": len(leaves),
+            "parse_s": parse_s,
+            "embed_s": embed_s,
+            "queries": len(queries),
+        },
         "stores": {},
     }
     tops: dict[str, list[list[tuple[str, float]]]] = {}
@@ -94,10 +101,13 @@ def main() -> None:
     asker.embed_query("warm up")
     with tempfile.TemporaryDirectory() as tmp, neo4j_database() as (uri, _):
         wipe(uri)
-        stores: dict[str, GraphStore] = {"embedded": EmbeddedStore(Path(tmp) / "db", create=True), "neo4j": Neo4jStore(uri)}
+        stores: dict[str, GraphStore] = {
+            "embedded": EmbeddedStore(Path(tmp) / "db", create=True),
+            "neo4j": Neo4jStore(uri),
+        }
         for kind, store in stores.items():
             started = time.perf_counter()
-            report = build([args.docs], store, embedder, parts=("json",))
+            report = KnowledgeBase(Path(tmp) / "db", store, embedder).build([args.docs], parts=("json",)).report
             build_s = time.perf_counter() - started
             counts = store.counts()
             hits, times, tops[kind] = 0, [], []
@@ -107,11 +117,15 @@ def main() -> None:
                 times.append((time.perf_counter() - started) * 1000)
                 tops[kind].append([(r.id, r.score) for r in found])
                 ids = [r.id for r in found[:TOP]]
-                hits += any(query in (p.props.get("titles") or "").split(" > ") for p in store.nodes(ids))
+                leaves = [expect(p, PathValueNode) for p in store.nodes(ids)]
+                hits += any(query in leaf.titles.split(" > ") for leaf in leaves)
             store.close()
             result["stores"][kind] = {
-                "build_s": build_s, "nodes_written": report.nodes, "edges_written": report.edges,
-                "nodes_per_s": report.nodes / build_s, "counts": {"nodes": counts.nodes, "relationships": counts.relationships},
+                "build_s": build_s,
+                "nodes_written": report.nodes,
+                "edges_written": report.edges,
+                "nodes_per_s": report.nodes / build_s,
+                "counts": {"nodes": counts.nodes, "relationships": counts.relationships},
                 f"section_hit_at_{TOP}": hits / len(queries),
                 "query_ms": {"p50": percentile(times, 50), "p95": percentile(times, 95)},
             }

@@ -3,9 +3,10 @@
 A real corpus (standard-library modules parsed by the project's pipeline into NAME/IMPL/BLOCK/ROW/
 CHUNK nodes, embedded by the default model behind the persistent cache; --random-vectors swaps in
 random unit vectors) is written in build-sized calls of 2,000 nodes, then its relationships,
-with as many calls in flight as a build keeps (ingest.build.in_flight). Each variant changes one thing of the shipped write path and runs on an emptied database of one
-server: a local Neo4j started for the benchmark (docker/neo4j-start.sh), or NEO4J_URI, WIPED before
-every run. The first runs (--warmup), left out of the summary, warm the server's JIT up (a fresh
+with as many calls in flight as a build keeps (pkg.indexing.in_flight). Each variant changes one
+thing of the shipped write path and runs on an emptied database of one server: a local Neo4j
+started for the benchmark (docker/neo4j-start.sh), or NEO4J_URI, WIPED before every run. The first
+runs (--warmup), left out of the summary, warm the server's JIT up (a fresh
 JVM writes 2-3x slower, and keeps speeding up for about four runs of 78k nodes); their figures are
 kept as "warmup_runs". Nodes get vectors as a build gives them (EMBEDDED_LABELS); vectors/s counts those.
 
@@ -20,7 +21,6 @@ seconds come from /proc when the server is local. Writes JSON to bench/results/.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -42,12 +42,13 @@ if "--no-rust" in sys.argv:  # the driver falls back to its pure-Python PackStre
 from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 
 from corpora import stdlib_corpus  # noqa: E402
-from harness import RESULTS, neo4j_database, percentile, utc_now, write_result  # noqa: E402
+from harness import bench_parser, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
-from ingest.build import WRITE_BATCH, embed_texts, embedded_texts, in_flight, parse_corpus, with_vectors  # noqa: E402
+from ingest.parse import parse_corpus  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
 from pkg.embedders import make_embedder  # noqa: E402
 from pkg.graph import EMBEDDED_LABELS, Edge, Label, Node  # noqa: E402
+from pkg.indexing import WRITE_BATCH, embed_texts, embedded_texts, in_flight, with_vectors  # noqa: E402
 from pkg.stores import neo4j_store  # noqa: E402
 from pkg.stores.base import EmbedderInfo  # noqa: E402
 from pkg.stores.neo4j_store import Neo4jStore  # noqa: E402
@@ -86,8 +87,11 @@ VARIANTS = {
         Variant("one-writer", "one write call at a time", writers=1),
         Variant("writers-3", "three write calls in flight", writers=3),
         Variant("writers-4", "four write calls in flight", writers=4),
-        Variant("ef-construction-100", "HNSW graphs built with ef_construction 100 (Neo4j's default) instead of 50",
-                ef_construction=100),
+        Variant(
+            "ef-construction-100",
+            "HNSW graphs built with ef_construction 100 (Neo4j's default) instead of 50",
+            ef_construction=100,
+        ),
         Variant("m-8", "HNSW graphs with M 8 (neighbours per node) instead of 16", m=8),
         Variant("not-quantized", "float32 vector indexes, no quantization", quantization=False),
         Variant(
@@ -196,8 +200,14 @@ def check_indexes(store: Neo4jStore, nodes: list[Node], seed: int) -> dict[str, 
     }
 
 
-def run(variant: Variant, nodes: list[Node], edges: list[Edge], info: EmbedderInfo, server: tuple[str, int | None],
-        seed: int) -> dict:
+def run(
+    variant: Variant,
+    nodes: list[Node],
+    edges: list[Edge],
+    info: EmbedderInfo,
+    server: tuple[str, int | None],
+    seed: int,
+) -> dict:
     """Write the corpus with one variant on the emptied database and check the result."""
     if not variant.vectors:
         nodes = [replace(n, vector=None) for n in nodes]
@@ -292,14 +302,13 @@ def package_version(name: str) -> str | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--functions", type=int, default=6000, help="standard-library functions (6000: ~26k nodes)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)}")
     parser.add_argument("--repeat", type=int, default=3, help="runs per variant, interleaved")
     parser.add_argument("--warmup", type=int, default=2, help="runs of the shipped path first, to warm the JIT up")
     parser.add_argument("--random-vectors", action="store_true", help="random unit vectors instead of the model's")
     parser.add_argument("--no-rust", action="store_true", help="without neo4j-rust-ext (pure-Python PackStream)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     variants = [VARIANTS[name] for name in args.variants.split(",")]
 

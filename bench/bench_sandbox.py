@@ -8,7 +8,6 @@ The reference design ran a candidate in 2.8 ms; the target is at least 100 candi
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -16,7 +15,8 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import RESULTS, machine, percentile, utc_now, write_result  # noqa: E402
+from harness import bench_parser, machine, percentile, utc_now, write_result  # noqa: E402
+
 from rerank.sandbox import open_sandbox  # noqa: E402
 
 #: (function, asserts): `{k}` varies the constants per candidate; the last two always fail.
@@ -45,7 +45,8 @@ TEMPLATES = [
     ),
     (
         "def sort_by_length(words):\n    return sorted(words, key=len)\n",
-        "assert sort_by_length(['ccc', 'a', 'bb']) == ['a', 'bb', 'ccc']\nassert len(sort_by_length(['x'] * {k})) == {k}\n",
+        "assert sort_by_length(['ccc', 'a', 'bb']) == ['a', 'bb', 'ccc']\n"
+        "assert len(sort_by_length(['x'] * {k})) == {k}\n",
     ),
     (
         "def mean(values):\n    return sum(values) / len(values)\n",
@@ -66,10 +67,9 @@ def programs(count: int) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--candidates", type=int, default=1000)
     parser.add_argument("--mode", default="auto", choices=("auto", "bwrap", "weak"))
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     candidates = programs(args.candidates)
     with open_sandbox(mode=args.mode) as sandbox:

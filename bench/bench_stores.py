@@ -16,7 +16,6 @@ Writes JSON to bench/results/.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import sys
@@ -30,12 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(Path(__file__).parent), str(ROOT)]
 from corpora import stdlib_corpus  # noqa: E402
-from harness import RESULTS, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
+from harness import bench_parser, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
-from ingest.build import embed_texts, embedded_texts, in_flight, parse_corpus, pruning_variants, with_vectors  # noqa: E402
+from ingest.parse import parse_corpus, pruning_variants  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
 from pkg.embedders import CachedEmbedder, Embedder, EmbeddingCache, make_embedder  # noqa: E402
 from pkg.graph import Node, text_hash  # noqa: E402
+from pkg.indexing import embed_texts, embedded_texts, in_flight, with_vectors  # noqa: E402
 from pkg.stores.base import EmbedderInfo, GraphStore  # noqa: E402
 from pkg.stores.embedded import EmbeddedStore  # noqa: E402
 from pkg.stores.neo4j_store import Neo4jStore  # noqa: E402
@@ -59,9 +59,15 @@ def write_throughput(store: GraphStore, nodes: list[Node], edges: list, info: Em
     list(in_flight(lambda part: store.write([], part), parts, store.writers))
     edge_s = time.perf_counter() - started
     vectors = sum(n.vector is not None for n in nodes)
-    return {"nodes": len(nodes), "nodes_per_s": len(nodes) / node_s, "vectors": vectors,
-            "vectors_per_s": vectors / node_s, "relationships": len(edges),
-            "relationships_per_s": len(edges) / edge_s, "seconds": node_s + edge_s}
+    return {
+        "nodes": len(nodes),
+        "nodes_per_s": len(nodes) / node_s,
+        "vectors": vectors,
+        "vectors_per_s": vectors / node_s,
+        "relationships": len(edges),
+        "relationships_per_s": len(edges) / edge_s,
+        "seconds": node_s + edge_s,
+    }
 
 
 class Stages:
@@ -101,8 +107,12 @@ def latency(run: Callable[[str], object], queries: list[str], stages: Stages) ->
         for stage, ms in parts.items():
             split[stage].append(ms)
         split["rest"].append(total - sum(parts.values()))
-    return {"queries": len(times), "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95),
-            "stage_p50_ms": {stage: round(percentile(ms, 50), 2) for stage, ms in split.items()}}
+    return {
+        "queries": len(times),
+        "p50_ms": percentile(times, 50),
+        "p95_ms": percentile(times, 95),
+        "stage_p50_ms": {stage: round(percentile(ms, 50), 2) for stage, ms in split.items()},
+    }
 
 
 def query_embedder(prepared: dict[str, object], cache_dir: Path) -> Embedder:
@@ -115,10 +125,9 @@ def query_embedder(prepared: dict[str, object], cache_dir: Path) -> Embedder:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--functions", type=int, default=20000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     files, expected = stdlib_corpus(args.functions)
@@ -147,9 +156,17 @@ def main() -> None:
         "benchmark": "store write throughput and query latency",
         "date": utc_now(),
         "machine": machine(),
-        "corpus": {"files": len(files), "functions": corpus.report.functions, "ast_functions": expected,
-                   "blocks": corpus.report.blocks, "nodes": len(nodes), "relationships": len(edges),
-                   "texts_embedded_or_cached": len(vectors), "parse_s": parse_s, "embed_s": embed_s},
+        "corpus": {
+            "files": len(files),
+            "functions": corpus.report.functions,
+            "ast_functions": expected,
+            "blocks": corpus.report.blocks,
+            "nodes": len(nodes),
+            "relationships": len(edges),
+            "texts_embedded_or_cached": len(vectors),
+            "parse_s": parse_s,
+            "embed_s": embed_s,
+        },
         "stores": {},
     }
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as servers:
@@ -178,7 +195,9 @@ def main() -> None:
             stages.watch(store, "embedder_info", "embedder_check")
             for mode in ("func", "block"):
                 mine, queries = queries[:per_pass], queries[per_pass:]
-                figures[f"query_{mode}"] = latency(lambda q, m=mode: retrieve(store, asker, q, m, k=1), mine, stages)
+                figures[f"query_{mode}"] = latency(
+                    lambda q, m=mode, s=store: retrieve(s, asker, q, m, k=1), mine, stages
+                )
             store.close()
             result["stores"][kind] = figures
             print(kind, json.dumps(figures), flush=True)

@@ -4,7 +4,6 @@
 # exists and only fills in what is missing. Usage: bench/compare.sh [humaneval|mbpp] [ARMS]
 set -eu
 cd "$(dirname "$0")/.."
-export PKG_MBPP_PATH="${PKG_MBPP_PATH:-../shared/data/mbpp}"
 benchmark="${1:-humaneval}"
 default_arms=all
 [ "$benchmark" = mbpp ] && default_arms=paper
@@ -12,5 +11,5 @@ arms="${2:-$default_arms}"
 out="bench/results/compare-$benchmark"
 mkdir -p "$out"
 command=".venv/bin/pkg compare --benchmark $benchmark --arms $arms --out $out"
-echo "$command  # PKG_MBPP_PATH=$PKG_MBPP_PATH, $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ)" >> "$out/COMMAND"
+echo "$command  # PKG_MBPP_PATH=${PKG_MBPP_PATH:-pkg/benchmarks/data/mbpp}, $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ)" >> "$out/COMMAND"
 $command

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -9,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ RESULTS = ROOT / "bench" / "results"
 
 def utc_now() -> str:
     """The current UTC time, to the second, in ISO 8601."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def machine() -> dict:
@@ -31,6 +32,7 @@ def machine() -> dict:
 def provenance() -> dict:
     """What produced a result: the command line, and the commit of the checkout (dirty when it has
     uncommitted changes; None outside a git checkout)."""
+
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
@@ -39,15 +41,18 @@ def provenance() -> dict:
         return done.stdout.strip() if done.returncode == 0 else None
 
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"command": [Path(sys.argv[0]).name, *sys.argv[1:]], "commit": git("rev-parse", "HEAD"),
-            "dirty": None if status is None else bool(status)}
+    return {
+        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": None if status is None else bool(status),
+    }
 
 
 def write_result(out_dir: Path, name: str, result: dict) -> Path:
     """Write `result`, with its provenance, as indented JSON to `out_dir/<name>-<UTC timestamp>.json`;
     return the path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
+    path = out_dir / f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
     path.write_text(json.dumps({**result, "provenance": provenance()}, indent=2) + "\n", encoding="utf-8")
     return path
 
@@ -72,3 +77,10 @@ def neo4j_database() -> Iterator[tuple[str, int | None]]:
             yield server.uri, server.pid
         finally:
             server.stop()
+
+
+def bench_parser(doc: str | None) -> argparse.ArgumentParser:
+    """An argument parser described by the script's first docstring line, with --out (default RESULTS)."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from tree_sitter import Node
 
-from ingest.syntax_tree import parser as grammar_parser
+from pkg.code.syntax_tree import parser as grammar_parser
 from pkg.errors import ConfigError
 
 #: The bytes that do not count towards a chunk's size (``string.whitespace``).

@@ -5,11 +5,24 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ingest.functions import Block, Function
 from ingest.chunking import chunk_source
 from ingest.sources import CorpusItem, SourceUnit
-from pkg.graph import Edge, Label, Node, Rel, content_id, text_hash
-from pkg.stores.base import Span
+from pkg.code.functions import Block, Function
+from pkg.graph import Edge, Label, Node, Span, content_id, text_hash
+from pkg.schema import (
+    BlockNode,
+    ChunkNode,
+    HasBlock,
+    HasImpl,
+    ImplNode,
+    NameNode,
+    Next,
+    NodeRecord,
+    Parent,
+    RelRecord,
+    RowNode,
+    record_of,
+)
 
 
 @dataclass
@@ -19,6 +32,14 @@ class UnitGraph:
     nodes: list[Node] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
 
+    def add(self, *records: NodeRecord | RelRecord) -> None:
+        """Append the store rows of typed records."""
+        for record in records:
+            if isinstance(record, NodeRecord):
+                self.nodes.append(record.node())
+            else:
+                self.edges.append(record.edge())
+
 
 def _block_nodes(
     impl_id: str, source: str, blocks: tuple[Block, ...], path: tuple[int, ...], graph: UnitGraph
@@ -27,23 +48,20 @@ def _block_nodes(
     for index, block in enumerate(blocks):
         here = (*path, index)
         block_id = content_id(Label.BLOCK, impl_id, here, text_hash(block.text))
-        graph.nodes.append(
-            Node(
-                block_id,
-                Label.BLOCK,
-                {
-                    "kind": block.kind,
-                    "text": block.text,
-                    "start_line": block.start_line,
-                    "end_line": block.end_line,
-                    "depth": len(here),
-                    "impl_id": impl_id,
-                    "source": source,
-                },
+        graph.add(
+            BlockNode(
+                id=block_id,
+                source=source,
+                kind=block.kind,
+                text=block.text,
+                start_line=block.start_line,
+                end_line=block.end_line,
+                depth=len(here),
+                impl_id=impl_id,
             )
         )
         for child_id in _block_nodes(impl_id, source, block.children, here, graph):
-            graph.edges.append(Edge(block_id, Rel.PARENT, child_id))
+            graph.add(Parent(block_id, child_id))
         ids.append(block_id)
     return ids
 
@@ -62,57 +80,57 @@ def unit_graph(unit: SourceUnit, functions: tuple[Function, ...]) -> UnitGraph:
         key = (unit.source, unit.row, unit.fence, fn.qualname, occurrence, text_hash(fn.text))
         name_id = content_id(Label.NAME, *key)
         impl_id = content_id(Label.IMPL, *key)
-        span = {"start_line": fn.start_line, "end_line": fn.end_line}
-        graph.nodes.append(
-            Node(
-                name_id,
-                Label.NAME,
-                {"name": fn.qualname, "source": unit.source, "row": unit.row, "lang": unit.lang, **span},
-            )
+        lines = {"start_line": fn.start_line, "end_line": fn.end_line}
+        graph.add(
+            NameNode(id=name_id, source=unit.source, name=fn.qualname, row=unit.row, lang=unit.lang, **lines),
+            ImplNode(id=impl_id, source=unit.source, text=fn.text, lang=unit.lang, **lines),
+            HasImpl(name_id, impl_id),
         )
-        graph.nodes.append(Node(impl_id, Label.IMPL, {"text": fn.text, "lang": unit.lang, "source": unit.source, **span}))
-        graph.edges.append(Edge(name_id, Rel.HAS_IMPL, impl_id))
         for block_id in _block_nodes(impl_id, unit.source, fn.blocks, (), graph):
-            graph.edges.append(Edge(impl_id, Rel.HAS_BLOCK, block_id))
+            graph.add(HasBlock(impl_id, block_id))
     return graph
 
 
 def branch_spans(unit: UnitGraph) -> dict[str, list[Span]]:
     """For each IMPL or BLOCK node of a unit, the spans of its direct child blocks, in line order."""
-    spans = {n.id: Span(n.id, n.props["start_line"], n.props["end_line"]) for n in unit.nodes if n.label is Label.BLOCK}
+    blocks = (record_of(n) for n in unit.nodes if n.label is Label.BLOCK)
+    spans = {block.id: block.span() for block in blocks if isinstance(block, BlockNode)}
     children: dict[str, list[Span]] = {}
     for edge in unit.edges:
-        if edge.type in (Rel.HAS_BLOCK, Rel.PARENT):
+        if edge.type in (HasBlock.TYPE, Parent.TYPE):
             children.setdefault(edge.src, []).append(spans[edge.dst])
     return {node_id: sorted(found, key=lambda s: s.start_line) for node_id, found in children.items()}
 
 
-def row_node(item: CorpusItem) -> Node:
+def row_node(item: CorpusItem) -> RowNode:
     """The ROW node of a corpus item: the whole file, or the whole JSONL row."""
-    return Node(
-        content_id(Label.ROW, item.source, item.row, text_hash(item.text)),
-        Label.ROW,
-        {"source": item.source, "row": item.row, "text": item.text, "lines": item.text.count("\n") + 1},
+    return RowNode(
+        id=content_id(Label.ROW, item.source, item.row, text_hash(item.text)),
+        source=item.source,
+        row=item.row,
+        text=item.text,
+        lines=item.text.count("\n") + 1,
     )
 
 
 def chunk_graph(unit: SourceUnit, max_chunk_size: int) -> UnitGraph:
     """cAST CHUNK nodes of a unit, linked by NEXT in file order."""
     graph = UnitGraph()
+    previous: str | None = None
     for index, chunk in enumerate(chunk_source(unit.text, unit.lang, max_chunk_size)):
-        node = Node(
-            content_id(Label.CHUNK, unit.source, unit.row, unit.fence, index, text_hash(chunk.text)),
-            Label.CHUNK,
-            {
-                "source": unit.source,
-                "row": unit.row,
-                "index": index,
-                "text": chunk.text,
-                "start_line": chunk.start_line,
-                "end_line": chunk.end_line,
-            },
+        chunk_id = content_id(Label.CHUNK, unit.source, unit.row, unit.fence, index, text_hash(chunk.text))
+        graph.add(
+            ChunkNode(
+                id=chunk_id,
+                source=unit.source,
+                row=unit.row,
+                index=index,
+                text=chunk.text,
+                start_line=chunk.start_line,
+                end_line=chunk.end_line,
+            )
         )
-        if graph.nodes:
-            graph.edges.append(Edge(graph.nodes[-1].id, Rel.NEXT, node.id))
-        graph.nodes.append(node)
+        if previous is not None:
+            graph.add(Next(previous, chunk_id))
+        previous = chunk_id
     return graph

@@ -15,7 +15,8 @@ import json
 from typing import Any
 
 from ingest.graph_builder import UnitGraph
-from pkg.graph import Edge, Label, Node, Rel, content_id, text_hash
+from pkg.graph import Label, content_id, text_hash
+from pkg.schema import JsonChild, PathNode, PathValueNode
 
 #: Keys whose string values name their object: a leaf's titles are those of its ancestors.
 TITLE_KEY = "title"
@@ -38,8 +39,8 @@ def _escape(key: str) -> str:
 def json_graph(document: Any, source: str, row: int | None = None) -> UnitGraph:
     """PATH and PATHVALUE nodes of a JSON document, with their JSON_CHILD edges."""
     graph = UnitGraph()
-    root = Node(content_id(Label.PATH, source, row), Label.PATH, {"source": source, "row": row, "path": ""})
-    graph.nodes.append(root)
+    root = PathNode(id=content_id(Label.PATH, source, row), source=source, row=row, path="")
+    graph.add(root)
     _children(document, root.id, "", (), source, row, graph)
     return graph
 
@@ -58,27 +59,21 @@ def _children(
     for key, child in items:
         child_pointer = f"{pointer}/{key}"
         child_path = child_pointer[1:]
+        node: PathNode | PathValueNode
         if isinstance(child, dict | list):
-            node = Node(
-                content_id(Label.PATH, source, row, child_path),
-                Label.PATH,
-                {"source": source, "row": row, "path": child_path},
-            )
-            graph.nodes.append(node)
+            node = PathNode(id=content_id(Label.PATH, source, row, child_path), source=source, row=row, path=child_path)
+            graph.add(node)
             _children(child, node.id, child_pointer, inner, source, row, graph)
         else:
             text = payload(child_path, child)
-            node = Node(
-                content_id(Label.PATHVALUE, source, row, child_path, text_hash(text)),
-                Label.PATHVALUE,
-                {
-                    "source": source,
-                    "row": row,
-                    "path": child_path,
-                    "value": render(child),
-                    "text": text,
-                    "titles": " > ".join(inner),
-                },
+            node = PathValueNode(
+                id=content_id(Label.PATHVALUE, source, row, child_path, text_hash(text)),
+                source=source,
+                row=row,
+                path=child_path,
+                value=render(child),
+                text=text,
+                titles=" > ".join(inner),
             )
-            graph.nodes.append(node)
-        graph.edges.append(Edge(parent, Rel.JSON_CHILD, node.id))
+            graph.add(node)
+        graph.add(JsonChild(parent, node.id))

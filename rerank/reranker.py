@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.syntax_check import parses
+from pkg.code.syntax_check import parses
 
 __all__ = ["Choice", "Evidence", "choose", "cosine_similarities", "parses"]
 

@@ -42,9 +42,7 @@ _FORMAT = 1
 class BM25Index:
     """An immutable BM25 index of documents named by unique string ids. Use `build` or `load`."""
 
-    def __init__(
-        self, ids: Sequence[str], model: bm25s.BM25 | None, tokenizer: Tokenizer, k1: float, b: float
-    ) -> None:
+    def __init__(self, ids: Sequence[str], model: bm25s.BM25 | None, tokenizer: Tokenizer, k1: float, b: float) -> None:
         """Wrap a built bm25s model (None when the corpus has no token at all)."""
         self._ids = tuple(ids)
         self._model = model

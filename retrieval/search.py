@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -13,6 +13,7 @@ import numpy as np
 from pkg.embedders import Embedder
 from pkg.errors import ConfigError, StoreError
 from pkg.graph import Label
+from pkg.schema import ChunkNode, PathValueNode, RowNode, expect
 from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT, reciprocal_rank_fusion
 from retrieval.lexical import UNITS, open_index
@@ -34,10 +35,6 @@ class Mode(StrEnum):
     HYBRID = "hybrid"  # BM25 and dense rankings of one unit fused by weighted RRF
     CHUNK = "chunk"  # cAST chunks by vector, optionally with a neighbour
     JSON = "json"  # JSON-PKG: PATHVALUE leaves of JSON documents and tutorials by vector
-
-
-#: Modes that rank by BM25 alone: they never embed the query.
-LEXICAL_MODES = frozenset({Mode.BM25_ROWS, Mode.BM25_FUNC})
 
 
 class Neighbour(StrEnum):
@@ -124,10 +121,7 @@ def retrieve(
 ) -> Retrieval:
     """Answer a query with the k best nodes of the mode. Modes that need no vector never touch
     the embedder; BM25 modes read their index from db_dir."""
-    try:
-        mode = Mode(mode)
-    except ValueError:
-        raise ConfigError(f"unknown mode {mode!r}; use one of: {', '.join(m.value for m in Mode)}") from None
+    spec = mode_spec(mode)
     if k < 1:
         raise ConfigError("k must be at least 1")
     if not query.strip():
@@ -136,21 +130,7 @@ def retrieve(
     if options.hybrid_unit not in UNITS:
         raise ConfigError(f"unknown hybrid unit {options.hybrid_unit!r}; use one of: {', '.join(UNITS)}")
     q = _Query(store, embedder, query, db_dir, options)
-    if mode in (Mode.FUNC, Mode.BLOCK):
-        label = Label.IMPL if mode is Mode.FUNC else Label.BLOCK
-        results = _code_results(q, q.store.nearest_contexts(label, q.vector, k), prune_them=options.with_pruning)
-    elif mode is Mode.BM25_FUNC:
-        results = _code_results(q, _with_contexts(q, q.sparse("func", k)), prune_them=False)
-    elif mode is Mode.BM25_ROWS:
-        results = _plain_results(q, q.sparse("rows", k))
-    elif mode is Mode.DENSE_ROWS:
-        results = _plain_results(q, q.dense(Label.ROW, k))
-    elif mode is Mode.CHUNK:
-        results = _plain_results(q, q.dense(Label.CHUNK, k))
-    elif mode is Mode.JSON:
-        results = _json_results(q, q.dense(Label.PATHVALUE, k))
-    else:
-        results = _hybrid(q, k)
+    results = spec.run(q, k)
     return Retrieval(results, augmented_prompt(query, [_item(r) for r in results]))
 
 
@@ -211,39 +191,93 @@ def _plain_results(q: _Query, hits: Sequence[tuple[str, float]]) -> list[Result]
     neighbour = q.options.neighbour
     adjacent: dict[str, str] = {}
     if neighbour is not Neighbour.NONE:
-        chunk_ids = [doc for doc, _ in hits if nodes[doc].label is Label.CHUNK]
+        chunk_ids = [doc for doc, _ in hits if isinstance(nodes[doc], ChunkNode)]
         adjacent = q.store.adjacent_chunks(chunk_ids, following=neighbour is Neighbour.NEXT)
-    extra = {n.id: n for n in q.store.nodes(list(adjacent.values()))}
+    extra = {n.id: expect(n, ChunkNode) for n in q.store.nodes(list(adjacent.values()))}
     results = []
     for doc, score in hits:
         node = nodes[doc]
-        props = node.props
-        name = Path(props["source"]).name + ("" if props.get("row") is None else f"#row{props['row']}")
-        if node.label is Label.CHUNK:
-            lines, text = (props["start_line"], props["end_line"]), props["text"]
+        if isinstance(node, ChunkNode):
+            lines, text = (node.start_line, node.end_line), node.text
             other = extra.get(adjacent.get(doc, ""))
             if other is not None:
-                first, second = (node.props, other.props) if neighbour is Neighbour.NEXT else (other.props, node.props)
-                lines, text = (first["start_line"], second["end_line"]), first["text"] + second["text"]
-            name += f" chunk {props['index']}"
+                first, second = (node, other) if neighbour is Neighbour.NEXT else (other, node)
+                lines, text = (first.start_line, second.end_line), first.text + second.text
+            part = f" chunk {node.index}"
         else:
-            lines, text = (1, props["lines"]), props["text"]
-        results.append(Result(doc, node.label.value, name, props["source"], props.get("row"), lines, score, text, text))
+            node = expect(node, RowNode)
+            lines, text, part = (1, node.lines), node.text, ""
+        name = Path(node.source).name + ("" if node.row is None else f"#row{node.row}") + part
+        results.append(Result(doc, node.LABEL.value, name, node.source, node.row, lines, score, text, text))
     return results
 
 
 def _json_results(q: _Query, hits: Sequence[tuple[str, float]]) -> list[Result]:
     """PATHVALUE hits: the payload, optionally behind the titles along its path."""
-    nodes = {n.id: n for n in q.store.nodes([doc for doc, _ in hits])}
+    leaves = {n.id: expect(n, PathValueNode) for n in q.store.nodes([doc for doc, _ in hits])}
     results = []
     for doc, score in hits:
-        props = nodes[doc].props
-        shown = f"[{props['titles']}] {props['text']}" if q.options.with_titles and props.get("titles") else props["text"]
-        results.append(Result(doc, Label.PATHVALUE.value, props["path"], props["source"], props.get("row"), (0, 0),
-                              score, props["text"], shown))
+        leaf = leaves[doc]
+        shown = f"[{leaf.titles}] {leaf.text}" if q.options.with_titles and leaf.titles else leaf.text
+        results.append(Result(doc, leaf.LABEL.value, leaf.path, leaf.source, leaf.row, (0, 0), score, leaf.text, shown))
     return results
 
 
 def _item(result: Result) -> ContextItem:
     where = result.path if result.row is None else f"{result.path} row {result.row}"
     return ContextItem(f"{result.name} ({where})", result.pruned_text)
+
+
+def _vector_code(label: Label) -> Callable[[_Query, int], list[Result]]:
+    def run(q: _Query, k: int) -> list[Result]:
+        return _code_results(q, q.store.nearest_contexts(label, q.vector, k), prune_them=q.options.with_pruning)
+
+    return run
+
+
+def _bm25_func(q: _Query, k: int) -> list[Result]:
+    return _code_results(q, _with_contexts(q, q.sparse("func", k)), prune_them=False)
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    """A retrieval mode: what it answers with, whether it ranks by BM25 alone (then the query is never
+    embedded), and how it runs."""
+
+    help: str
+    lexical: bool
+    run: Callable[[_Query, int], list[Result]]
+
+
+#: Every retrieval mode, by name; the CLI, the server and `pkg compare` read their choices from here.
+MODES: dict[str, ModeSpec] = {
+    Mode.FUNC.value: ModeSpec("Func-PKG: functions by vector, pruned", False, _vector_code(Label.IMPL)),
+    Mode.BLOCK.value: ModeSpec("Block-PKG: nested blocks by vector, pruned", False, _vector_code(Label.BLOCK)),
+    Mode.BM25_ROWS.value: ModeSpec(
+        "BM25 over whole corpus items (the paper's BM25)", True, lambda q, k: _plain_results(q, q.sparse("rows", k))
+    ),
+    Mode.BM25_FUNC.value: ModeSpec("BM25 over functions (the paper's Func-BM25)", True, _bm25_func),
+    Mode.DENSE_ROWS.value: ModeSpec(
+        "whole corpus items by vector (the paper's VoyageEmb arm)",
+        False,
+        lambda q, k: _plain_results(q, q.dense(Label.ROW, k)),
+    ),
+    Mode.HYBRID.value: ModeSpec("BM25 and vector rankings fused by weighted RRF", False, lambda q, k: _hybrid(q, k)),
+    Mode.CHUNK.value: ModeSpec(
+        "cAST chunks by vector, optionally with a neighbour chunk",
+        False,
+        lambda q, k: _plain_results(q, q.dense(Label.CHUNK, k)),
+    ),
+    Mode.JSON.value: ModeSpec(
+        "JSON-PKG: leaves of JSON documents and tutorials by vector",
+        False,
+        lambda q, k: _json_results(q, q.dense(Label.PATHVALUE, k)),
+    ),
+}
+
+
+def mode_spec(mode: str) -> ModeSpec:
+    """The registry entry of a mode; an unknown mode is a ConfigError naming the valid ones."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown mode {mode!r}; use one of: {', '.join(MODES)}")
+    return MODES[mode]

@@ -1,11 +1,14 @@
 """A local HTTP server speaking the OpenAI chat-completions wire format, for the tests of the
-OpenAI-compatible client and of what drives it. `answer(body)` decides each reply."""
+OpenAI-compatible client and of what drives it. `answer(body)` decides each reply, after `delay`
+seconds; the server records the most requests it was answering at once."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -17,8 +20,11 @@ def completion(content: str, prompt_tokens: int = 1, completion_tokens: int = 1)
     """A successful chat completion carrying `content`."""
     return 200, {
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -32,7 +38,10 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append(body)
         self.server.headers_seen.append(dict(self.headers))
-        status, payload = (404, {"error": "not found"}) if self.path != "/v1/chat/completions" else self.server.answer(body)
+        with self.server.answering():
+            time.sleep(self.server.delay)
+            found = self.path == "/v1/chat/completions"
+            status, payload = self.server.answer(body) if found else (404, {"error": "not found"})
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -44,18 +53,35 @@ class _Handler(BaseHTTPRequestHandler):
 class ChatServer(ThreadingHTTPServer):
     """Serves on 127.0.0.1 in a thread from `start()` to `stop()`; `url` is the API's base URL."""
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, delay: float = 0.0) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.answer = answer
+        self.delay = delay
         self.requests: list[dict[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._counting = threading.Lock()
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        """Counts a request as in flight while it is answered."""
+        with self._counting:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self._counting:
+                self.in_flight -= 1
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     def start(self) -> ChatServer:
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        # A short poll: shutdown() waits for it, once per test.
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -1,4 +1,7 @@
-"""Shared fixtures: the real default embedder, a real standard-library slice and a real Neo4j."""
+"""Shared fixtures (the real default embedder, a real standard-library slice, a real Neo4j) and
+the split of unit tests from integration tests: each integration test carries a marker per thing
+it needs (registered in pyproject.toml), derived here from its fixtures where it can be; a session
+that runs unit tests only fails any test that loads a model or starts what a marker stands for."""
 
 from __future__ import annotations
 
@@ -8,9 +11,12 @@ import sys
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
 
+from pkg.benchmarks.mbpp import PACKAGED_DIR
 from pkg.embedders import CachedEmbedder, EmbeddingCache
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from tests.neo4j_server import start_local, wipe
@@ -19,8 +25,97 @@ STDLIB = Path(sysconfig.get_paths()["stdlib"])
 #: A bounded, real corpus present on every machine with this Python.
 STDLIB_SLICE = [STDLIB / "json", STDLIB / "textwrap.py", STDLIB / "heapq.py", STDLIB / "bisect.py"]
 FIXTURES = Path(__file__).parent / "fixtures"
-#: The shared MBPP release (see its README.md): $PKG_MBPP_PATH, else ../shared/data/mbpp.
-MBPP_DIR = Path(os.environ.get("PKG_MBPP_PATH") or Path(__file__).resolve().parents[2] / "shared" / "data" / "mbpp")
+#: The MBPP release shipped with pkg.benchmarks (see its README.md).
+MBPP_DIR = PACKAGED_DIR
+#: The stores a test may run on; the Neo4j one marks the test `neo4j`.
+STORE_KINDS = ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)]
+
+#: The markers of integration tests; a test with none of them is a unit test.
+INTEGRATION = ("model", "neo4j", "sandbox", "llm", "cli")
+#: Fixtures that bring what a marker stands for: a test requesting one, directly or through other
+#: fixtures, gets its marker.
+FIXTURE_MARKERS = {
+    "minilm": "model", "module_embedder": "model", "embedder": "model",
+    "neo4j_uri": "neo4j", "empty_neo4j": "neo4j", "auth_neo4j": "neo4j",
+    "sandbox": "sandbox",
+    "smollm2": "llm",
+}  # fmt: skip
+#: Modules whose import means a model is loaded, and the marker that allows it.
+HEAVY_MODULES = {"sentence_transformers": "model", "torch": "model", "llama_cpp": "llm"}
+#: Code that starts a process a unit test must not need: its module prefix and the marker.
+LAUNCHERS = {"rerank.sandbox": "sandbox", "tests.neo4j_server": "neo4j", "tests.conftest": "cli"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in sorted({FIXTURE_MARKERS[name] for name in item.fixturenames if name in FIXTURE_MARKERS}):
+            item.add_marker(marker)
+
+
+def is_unit(item: pytest.Item) -> bool:
+    """Whether the test needs none of what the integration markers stand for."""
+    return not any(item.get_closest_marker(marker) for marker in INTEGRATION)
+
+
+class UnitGuard:
+    """While a unit test runs in a unit-only session, notes what it should not need: a model
+    library imported, a sandbox, Neo4j or `pkg` process started (Python audit events)."""
+
+    def __init__(self) -> None:
+        self.watching = False
+        self.seen: list[str] = []
+
+    def audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.watching:
+            return
+        if event == "import" and args[0] in HEAVY_MODULES:
+            self.seen.append(f"imported {args[0]} ({HEAVY_MODULES[args[0]]})")
+        elif event == "subprocess.Popen" and (launcher := _launcher(sys._getframe(1))):
+            command = " ".join(map(str, args[1])).replace("\n", " ")
+            self.seen.append(f"started `{command[:80]}` ({LAUNCHERS[launcher]})")
+
+
+def _launcher(frame: FrameType | None) -> str | None:
+    """The entry of LAUNCHERS whose code is on the stack."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        for prefix in LAUNCHERS:
+            if module == prefix or module.startswith(prefix + "."):
+                return prefix
+        frame = frame.f_back
+    return None
+
+
+GUARD = UnitGuard()
+sys.addaudithook(GUARD.audit)
+UNIT_ONLY = pytest.StashKey[bool]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A session of unit tests only starts watching them (collection must not load a model)."""
+    if not session.items or not all(map(is_unit, session.items)):
+        return
+    loaded = sorted(name for name in HEAVY_MODULES if name in sys.modules)
+    if loaded:
+        pytest.exit(f"unit tests only, yet collecting them imported {', '.join(loaded)}", returncode=3)
+    session.config.stash[UNIT_ONLY] = True
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures are set up
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    GUARD.seen, GUARD.watching = [], item.config.stash.get(UNIT_ONLY, False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """Fails, after its fixtures are torn down, a unit test that needed an integration marker."""
+    try:
+        yield
+    finally:
+        seen, GUARD.seen, GUARD.watching = GUARD.seen, [], False
+    if seen:
+        pytest.fail(f"{item.nodeid} is not marked for what it needed: {'; '.join(seen)}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -44,9 +139,7 @@ def embedder(minilm: SentenceTransformerEmbedder, tmp_path: Path) -> CachedEmbed
 def run_cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the real `pkg` entry point in a subprocess."""
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "pkg", *args], capture_output=True, text=True, env=env, timeout=600
-    )
+    return subprocess.run([sys.executable, "-m", "pkg", *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 @pytest.fixture(scope="session")

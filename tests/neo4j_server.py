@@ -8,9 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from neo4j import GraphDatabase
-
-from queries import cypher
+from tests.store_support import cypher, neo4j_driver
 
 DOCKER = Path(__file__).resolve().parents[1] / "docker"
 START_TIMEOUT = 600  # seconds; the first start also builds the launcher with Maven
@@ -74,10 +72,8 @@ def wipe(uri: str) -> None:
     """Empty the database: every node and relationship, then every constraint and index.
 
     Credentials come from NEO4J_USER / NEO4J_PASSWORD like the store's."""
-    password = os.environ.get("NEO4J_PASSWORD")
-    auth = None if password is None else (os.environ.get("NEO4J_USER") or "neo4j", password)
     database = os.environ.get("NEO4J_DATABASE") or None
-    with GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF") as driver:
+    with neo4j_driver(uri) as driver:
         with driver.session(database=database) as session:
             session.run(cypher("wipe_nodes")).consume()
         for listing, drop in (("list_constraints", "drop_constraint"), ("list_indexes", "drop_index")):

@@ -1,11 +1,10 @@
-"""Benchmarks on the real data: HumanEval from its package, MBPP from its released files; the
-harness programs run in the real sandbox."""
+"""Benchmarks on the real data: HumanEval from its package, MBPP from its released files (shipped
+with pkg.benchmarks); the harness programs run in the real sandbox."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import math
 import re
 from collections.abc import Iterator
 from importlib import resources
@@ -18,9 +17,7 @@ from pkg.benchmarks import (
     load_benchmark,
     load_humaneval,
     load_mbpp,
-    mean_pass_at_k,
     near_duplicates,
-    pass_at_k,
 )
 from pkg.benchmarks.humaneval import docstring_examples
 from pkg.errors import BenchmarkError
@@ -146,8 +143,11 @@ def test_completion_from_code_continues_the_prompt(humaneval: dict[str, Problem]
 
 
 def test_mbpp_split_counts() -> None:
-    counts = {(variant, split): len(load_mbpp(MBPP_DIR, split, variant)) for variant in ("full", "sanitized")
-              for split in ("test", "prompt", "validation", "train", "all")}
+    counts = {
+        (variant, split): len(load_mbpp(MBPP_DIR, split, variant))
+        for variant in ("full", "sanitized")
+        for split in ("test", "prompt", "validation", "train", "all")
+    }
     assert counts == {
         ("full", "test"): 500, ("full", "prompt"): 10, ("full", "validation"): 90, ("full", "train"): 374,
         ("full", "all"): 974,
@@ -187,20 +187,29 @@ def test_mbpp_programs_are_the_reference_assembly(
     assert mbpp_sanitized["MBPP/82"].example_program(code) == "import math\n" + code + "\n"
 
 
-def test_mbpp_path_may_be_the_file_or_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert len(load_mbpp(MBPP_DIR / "mbpp.jsonl", "test", "full")) == 500
-    monkeypatch.setenv("PKG_MBPP_PATH", str(MBPP_DIR))
-    assert len(load_mbpp()) == 257
-    assert len(load_benchmark("mbpp")) == 257
+def test_mbpp_ships_with_its_licence_and_another_copy_takes_precedence(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("PKG_MBPP_PATH", raising=False)
+    assert len(load_mbpp()) == len(load_benchmark("mbpp")) == 257
+    attribution = (MBPP_DIR / "README.md").read_text()
+    assert "CC-BY-4.0" in attribution and "Program Synthesis with Large Language Models" in attribution
+    rows = json.loads((MBPP_DIR / "sanitized-mbpp.json").read_text())
+    other = [row for row in rows if 11 <= row["task_id"] <= 510][:3]
+    (tmp_path / "sanitized-mbpp.json").write_text(json.dumps(other))
+    monkeypatch.setenv("PKG_MBPP_PATH", str(tmp_path))
+    assert [problem.task_id for problem in load_mbpp()] == [f"MBPP/{row['task_id']}" for row in other]
+    assert len(load_mbpp(MBPP_DIR)) == 257  # a path given beats the environment
+    assert len(load_mbpp(MBPP_DIR / "mbpp.jsonl", "test", "full")) == 500  # the file itself
 
 
 def test_mbpp_mistakes_raise_benchmark_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("PKG_MBPP_PATH", raising=False)
+    monkeypatch.setenv("PKG_MBPP_PATH", str(tmp_path))
     with pytest.raises(BenchmarkError, match="--mbpp-path or set PKG_MBPP_PATH") as missing:
         load_mbpp()
     assert "\n" not in str(missing.value)
     with pytest.raises(BenchmarkError, match="--mbpp-path"):
-        load_mbpp(tmp_path)
+        load_mbpp(tmp_path / "nowhere")
     with pytest.raises(BenchmarkError, match="split"):
         load_mbpp(MBPP_DIR, split="dev")
     with pytest.raises(BenchmarkError, match="variant"):
@@ -214,30 +223,6 @@ def test_load_benchmark(tmp_path: Path) -> None:
     assert [problem.task_id for problem in load_benchmark("mbpp", MBPP_DIR)][:2] == ["MBPP/11", "MBPP/12"]
     with pytest.raises(BenchmarkError, match="unknown benchmark"):
         load_benchmark("apps")
-
-
-# --- pass@k ------------------------------------------------------------------------------
-
-
-def test_pass_at_k_hand_computed() -> None:
-    assert pass_at_k(5, 2, 1) == pytest.approx(0.4)
-    assert pass_at_k(10, 3, 5) == pytest.approx(1 - 21 / 252)
-    assert pass_at_k(10, 0, 5) == 0.0
-    assert pass_at_k(10, 6, 5) == 1.0
-    assert pass_at_k(1, 1, 1) == 1.0
-    for n, c, k in [(20, 7, 3), (200, 13, 10), (100, 1, 100), (50, 49, 2)]:
-        assert pass_at_k(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k))
-    for n, c, k in [(5, 6, 1), (5, -1, 1), (5, 2, 0), (5, 2, 6)]:
-        with pytest.raises(BenchmarkError):
-            pass_at_k(n, c, k)
-
-
-def test_mean_pass_at_k() -> None:
-    results = {"a": [True, False, False, False, False], "b": [True] * 5, "c": [False] * 5}
-    assert mean_pass_at_k(results, 1) == pytest.approx((0.2 + 1.0 + 0.0) / 3)
-    assert mean_pass_at_k(results, 5) == pytest.approx(2 / 3)
-    with pytest.raises(BenchmarkError):
-        mean_pass_at_k({}, 1)
 
 
 # --- decontamination ---------------------------------------------------------------------
@@ -318,9 +303,7 @@ def test_mbpp_canonical_solutions_pass(
     assert _failures(sandbox, sanitized) == {}
 
 
-def test_wrong_completions_fail(
-    sandbox: Sandbox, humaneval: dict[str, Problem], mbpp_full: dict[str, Problem]
-) -> None:
+def test_wrong_completions_fail(sandbox: Sandbox, humaneval: dict[str, Problem], mbpp_full: dict[str, Problem]) -> None:
     programs = {task: p.test_program("    return None\n") for task, p in humaneval.items()}
     stub = "def {}(*args, **kwargs):\n    return None\n"
     programs |= {

@@ -152,7 +152,9 @@ def test_identifier_fragments_find_the_function(index: BM25Index) -> None:
     assert best.startswith("json/__init__.py:") and _name(best) == "load"
 
 
-@pytest.mark.parametrize(("query", "function"), [("handleLongWord", "_handle_long_word"), ("insortRight", "insort_right")])
+@pytest.mark.parametrize(
+    ("query", "function"), [("handleLongWord", "_handle_long_word"), ("insortRight", "insort_right")]
+)
 def test_camel_case_queries_match_snake_case_code(index: BM25Index, query: str, function: str) -> None:
     assert _name(index.search(query, k=1)[0][0]) == function
 

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from ingest.build import build, in_flight, parse_corpus
+from ingest.parse import parse_corpus
 from pkg.embedders import CachedEmbedder
 from pkg.graph import Label
+from pkg.indexing import in_flight
 from pkg.stores.embedded import EmbeddedStore
 from retrieval.search import retrieve
 from tests.conftest import FIXTURES, STDLIB_SLICE
+from tests.helpers import build
 
 
 def test_same_corpus_same_ids() -> None:
@@ -45,7 +47,7 @@ def test_every_write_is_self_contained(
     embedder: CachedEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Units are written whole, nodes with their edges, even when batches are tiny."""
-    monkeypatch.setattr("ingest.build.WRITE_BATCH", 7)
+    monkeypatch.setattr("pkg.indexing.WRITE_BATCH", 7)
     written: list[tuple[set[str], set[str]]] = []
     with EmbeddedStore(tmp_path / "db", create=True) as store:
         original = store.replace_sources
@@ -67,11 +69,28 @@ def test_every_language_is_built_by_its_extension() -> None:
     names = [n for n in corpus.nodes if n.label is Label.NAME]
     by_lang = {lang: sum(n.props["lang"] == lang for n in names) for lang in {n.props["lang"] for n in names}}
     # tests/test_languages.py asserts each sample's functions; each broken file keeps two good ones.
-    assert by_lang == {"javascript": 14, "typescript": 12, "java": 15, "go": 10, "rust": 13, "c": 9, "cpp": 12,
-                       "csharp": 12}
+    assert by_lang == {
+        "javascript": 14,
+        "typescript": 12,
+        "java": 15,
+        "go": 10,
+        "rust": 13,
+        "c": 9,
+        "cpp": 12,
+        "csharp": 12,
+    }
     assert len(corpus.report.issues) == 8 and corpus.report.skipped == []
     chunks = [n for n in corpus.nodes if n.label is Label.CHUNK]
-    assert {Path(n.props["source"]).suffix for n in chunks} == {".js", ".ts", ".java", ".go", ".rs", ".c", ".cpp", ".cs"}
+    assert {Path(n.props["source"]).suffix for n in chunks} == {
+        ".js",
+        ".ts",
+        ".java",
+        ".go",
+        ".rs",
+        ".c",
+        ".cpp",
+        ".cs",
+    }
 
 
 def test_writes_in_flight_run_together_up_to_the_limit_and_the_first_failure_surfaces() -> None:

@@ -167,7 +167,7 @@ def test_leaf_larger_than_limit_is_a_chunk_of_its_own() -> None:
 
 
 def test_string_with_escapes_is_split_at_them_and_all_its_text_counts() -> None:
-    lines = ["line %d of a long docstring with some words in it\\n" % i for i in range(12)]
+    lines = [f"line {i} of a long docstring with some words in it\\n" for i in range(12)]
     source = 'def f():\n    """' + "\n    ".join(lines) + '"""\n    return 1\n'
     chunks = chunk_source(source, max_chunk_size=150)
     _assert_invariants(source, chunks, 150)

@@ -40,31 +40,62 @@ def _stats(db: Path) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.cli
 def test_stats_counts_nodes_and_relationships(built: Path) -> None:
     stats = _stats(built)
     # ROW: shapes.py and the two JSONL rows; CHUNK: one per file or fence, all small, so no NEXT;
-    # each JSONL row is a JSON document: a root PATH and three PATHVALUE leaves.
-    assert stats["nodes"] == {"BLOCK": 10, "CHUNK": 3, "IMPL": 7, "NAME": 7, "PATH": 2, "PATHVALUE": 6, "ROW": 3}
-    assert stats["relationships"] == {"HAS_BLOCK": 6, "HAS_IMPL": 7, "JSON_CHILD": 6, "PARENT": 4}
+    # each JSONL row is a JSON document: a root PATH and three PATHVALUE leaves. shapes.py is a FILE
+    # with a CLASS (Circle) and a MODULE (math) it IMPORTS; it CONTAINS Circle, Circle its two methods,
+    # and the file its three functions; none calls another.
+    assert stats["nodes"] == {
+        "BLOCK": 10,
+        "CHUNK": 3,
+        "CLASS": 1,
+        "FILE": 1,
+        "IMPL": 7,
+        "MODULE": 1,
+        "NAME": 7,
+        "PATH": 2,
+        "PATHVALUE": 6,
+        "ROW": 3,
+    }
+    assert stats["relationships"] == {
+        "CONTAINS": 6,
+        "HAS_BLOCK": 6,
+        "HAS_IMPL": 7,
+        "IMPORTS": 1,
+        "JSON_CHILD": 6,
+        "PARENT": 4,
+    }
     assert (stats["embedder"], stats["dims"]) == ("st:all-MiniLM-L6-v2", 384)
 
 
+@pytest.mark.cli
 def test_rebuild_is_idempotent_and_uses_the_cache(built: Path, env: dict[str, str]) -> None:
     before = _stats(built)
     done = run_cli("build", str(CORPUS), "--db", str(built), "--format", "json", env_extra=env)
     report = json.loads(done.stdout)
     assert (report["files"], report["unchanged_files"], report["nodes"], report["texts_embedded"]) == (0, 2, 0, 0)
     assert _stats(built) == before
-    other = run_cli("build", str(CORPUS), "--db", str(built), "--chunk-size", "100", "--format", "json",
-                    env_extra=env)
+    other = run_cli("build", str(CORPUS), "--db", str(built), "--chunk-size", "100", "--format", "json", env_extra=env)
     report = json.loads(other.stdout)  # other settings: every file is built again, from the cache
     assert (report["files"], report["unchanged_files"]) == (2, 0) and report["texts_from_cache"] > 0
     assert _stats(built)["nodes"]["CHUNK"] > before["nodes"]["CHUNK"]
 
 
+@pytest.mark.cli
 def test_query_json_projects_hits_to_functions(built: Path, env: dict[str, str]) -> None:
-    done = run_cli("query", "check if an integer is a prime number", "--db", str(built), "-k", "2",
-                   "--format", "json", env_extra=env)
+    done = run_cli(
+        "query",
+        "check if an integer is a prime number",
+        "--db",
+        str(built),
+        "-k",
+        "2",
+        "--format",
+        "json",
+        env_extra=env,
+    )
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     top = answer["results"][0]
@@ -76,37 +107,56 @@ def test_query_json_projects_hits_to_functions(built: Path, env: dict[str, str])
     assert answer["prompt"].startswith("check if an integer is a prime number")
 
 
+@pytest.mark.cli
 def test_block_mode_returns_blocks_of_the_right_function(built: Path, env: dict[str, str]) -> None:
-    done = run_cli("query", "async for response in stream, append json", "--mode", "block", "-k", "1",
-                   "--db", str(built), "--format", "json", env_extra=env)
+    done = run_cli(
+        "query",
+        "async for response in stream, append json",
+        "--mode",
+        "block",
+        "-k",
+        "1",
+        "--db",
+        str(built),
+        "--format",
+        "json",
+        env_extra=env,
+    )
     top = json.loads(done.stdout)["results"][0]
     assert (top["kind"], top["name"]) == ("BLOCK", "fetch_all")
     assert top["text"].startswith("async for response in client.stream(urls):")
 
 
+@pytest.mark.cli
 def test_text_and_prompt_formats(built: Path, env: dict[str, str]) -> None:
     text = run_cli("query", "area of a circle", "--db", str(built), "-k", "1", env_extra=env)
     assert text.returncode == 0 and text.stdout.startswith("1. Circle.area  [IMPL ")
-    prompt = run_cli("query", "area of a circle", "--db", str(built), "-k", "1", "--format", "prompt",
-                     env_extra=env)
+    prompt = run_cli("query", "area of a circle", "--db", str(built), "-k", "1", "--format", "prompt", env_extra=env)
     assert prompt.stdout.startswith("area of a circle\n") and "def area(self):" in prompt.stdout
 
 
+@pytest.mark.cli
 def test_build_on_a_standard_library_slice(tmp_path: Path, env: dict[str, str]) -> None:
     files = [f for p in STDLIB_SLICE for f in ([p] if p.is_file() else sorted(p.rglob("*.py")))]
     expected = sum(
-        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for f in files for n in ast.walk(ast.parse(f.read_text()))
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for f in files
+        for n in ast.walk(ast.parse(f.read_text()))
     )
     done = run_cli("build", *map(str, STDLIB_SLICE), "--db", str(tmp_path), "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert (report["files"], report["functions"], report["skipped"]) == (len(files), expected, [])
+    caches = [{"path": str(d), "reason": "bytecode cache"} for p in STDLIB_SLICE for d in p.rglob("__pycache__")]
+    assert (report["files"], report["functions"], report["skipped"]) == (len(files), expected, caches)
     assert report["blocks"] > report["functions"]
-    done = run_cli("query", "push an item onto a heap", "--db", str(tmp_path), "-k", "3", "--format", "json",
-                   env_extra=env)
+    done = run_cli(
+        "query", "push an item onto a heap", "--db", str(tmp_path), "-k", "3", "--format", "json", env_extra=env
+    )
     names = [r["name"] for r in json.loads(done.stdout)["results"]]
     assert "heappush" in names
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -125,17 +175,22 @@ def test_user_mistakes_give_one_line_and_non_zero_exit(args: list[str], message:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.cli
 def test_no_database_and_empty_corpus(tmp_path: Path, env: dict[str, str]) -> None:
     done = run_cli("query", "anything", "--db", str(tmp_path / "none"), env_extra=env)
-    assert done.returncode == 1 and done.stderr.strip() == f"pkg: no PKG database in {tmp_path / 'none'}; run `pkg build` first"
+    assert (
+        done.returncode == 1
+        and done.stderr.strip() == f"pkg: no PKG database in {tmp_path / 'none'}; run `pkg build` first"
+    )
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("nothing to build\n")
     done = run_cli("build", str(tmp_path / "empty"), "--db", str(tmp_path / "db"), env_extra=env)
     assert done.returncode == 1 and "no code or rows found" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     (tmp_path / "empty" / "consts.py").write_text("X = 1\n")
-    done = run_cli("build", str(tmp_path / "empty"), "--parts", "functions", "--db", str(tmp_path / "db"),
-                   env_extra=env)
+    done = run_cli(
+        "build", str(tmp_path / "empty"), "--parts", "functions", "--db", str(tmp_path / "db"), env_extra=env
+    )
     assert done.returncode == 1 and done.stderr.startswith("pkg: no functions found")
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "db").exists()  # nothing is created for an empty corpus
@@ -143,19 +198,35 @@ def test_no_database_and_empty_corpus(tmp_path: Path, env: dict[str, str]) -> No
     assert done.returncode == 1 and "unknown graph parts ['tables']" in done.stderr
 
 
+@pytest.mark.cli
 def test_syntax_errors_are_reported_and_good_functions_kept(tmp_path: Path, env: dict[str, str]) -> None:
     (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "mixed.py").write_text("def good():\n    return 1\n\ndef bad(:\n    pass\n\ndef fine(x):\n    return x\n")
+    (tmp_path / "src" / "mixed.py").write_text(
+        "def good():\n    return 1\n\ndef bad(:\n    pass\n\ndef fine(x):\n    return x\n"
+    )
     done = run_cli("build", str(tmp_path / "src"), "--db", str(tmp_path / "db"), "--format", "json", env_extra=env)
     report = json.loads(done.stdout)
     assert report["functions"] == 2 and len(report["issues"]) >= 1
     assert report["issues"][0]["line"] == 4
 
 
+@pytest.mark.cli
+def test_build_lists_a_symlink_loop_and_goes_on(tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "real.py").write_text("def ok(): pass\n")
+    (tmp_path / "d" / "self_loop.py").symlink_to("self_loop.py")
+    done = run_cli("build", str(tmp_path / "d"), "--db", str(tmp_path / "db"), env_extra=env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "functions: 1 " in done.stdout and "  skipped: 1 (symlink loop: 1)\n" in done.stdout
+    assert f"    {tmp_path / 'd' / 'self_loop.py'}: symlink loop\n" in done.stdout
+
+
 def test_the_readme_lists_every_option_of_every_command() -> None:
     from pkg.cli import cli
 
-    rows = {line.split("`")[1].split()[1]: line for line in README.read_text().splitlines() if line.startswith("| `pkg ")}
+    rows = {
+        line.split("`")[1].split()[1]: line for line in README.read_text().splitlines() if line.startswith("| `pkg ")
+    }
     assert set(rows) == set(cli.commands)
     for name, command in cli.commands.items():
         options = [o for param in command.params for o in param.opts if o.startswith("--") and o != "--help"]

@@ -24,7 +24,7 @@ def readme_results() -> list[tuple[str, str, str]]:
     start = next(i for i, line in enumerate(lines) if line.startswith("| arm | HumanEval"))
     header = _cells(lines[start])
     cells = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         row = _cells(line)

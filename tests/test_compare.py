@@ -4,6 +4,7 @@ sandbox; and the derived arms' rules: the reranker never sees the tests, the ora
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,13 @@ from tests.conftest import run_cli
 
 DOCS_PAGE = Path("/usr/share/doc/python3.11/html/_sources/tutorial/datastructures.rst.txt")
 ARMS = ["norag", "bm25", "func-pkg", "block-pkg", "json-pkg", "reranked", "reranked+examples", "oracle"]
+
+
+def runs_compare(test: Callable[..., None]) -> Callable[..., None]:
+    """Marks a test of a real `pkg compare`: the CLI, SmolLM2 through llama.cpp, MiniLM, the sandbox."""
+    for marker in (pytest.mark.cli, pytest.mark.llm, pytest.mark.model, pytest.mark.sandbox):
+        test = marker(test)
+    return test
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +40,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory: pytest.TempPathFactory, corpus: list[Path]) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("compare")
-    env = {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache")), "PKG_MBPP_PATH": str(MBPP)}
-    args = ["compare", "--benchmark", "humaneval", "--limit", "2", "--arms", ",".join(ARMS),
-            "--generator", "llama:smollm2-135m", "--max-new-tokens", "96", "--out", str(out / "run"),
-            "--db", str(out / "db"), *[arg for path in corpus for arg in ("--corpus", str(path))]]
+    env = {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    options = "--benchmark humaneval --limit 2 --generator llama:smollm2-135m --max-new-tokens 96".split()
+    sources = [arg for path in corpus for arg in ("--corpus", str(path))]
+    args = ["compare", *options, "--arms", ",".join(ARMS), "--out", str(out / "run"), "--db", str(out / "db"), *sources]
     first = run_cli(*args, env_extra=env)
     assert first.returncode == 0, first.stderr
     again = run_cli(*args, env_extra=env)
@@ -43,6 +51,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory, corpus: list[Path]) -> tu
     return out / "run", again.stdout
 
 
+@runs_compare
 def test_compare_writes_every_output(compared: tuple[Path, str]) -> None:
     out, _ = compared
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -63,6 +72,7 @@ def test_compare_writes_every_output(compared: tuple[Path, str]) -> None:
     assert "| reused context | passed if reused (norag) |" in table
 
 
+@runs_compare
 def test_retrieval_arms_carry_context_and_norag_none(compared: tuple[Path, str]) -> None:
     out, _ = compared
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -77,6 +87,7 @@ def test_retrieval_arms_carry_context_and_norag_none(compared: tuple[Path, str])
             assert record["error_type"]
 
 
+@runs_compare
 def test_derived_arms_choose_among_the_generated_candidates(compared: tuple[Path, str]) -> None:
     out, _ = compared
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -91,14 +102,24 @@ def test_derived_arms_choose_among_the_generated_candidates(compared: tuple[Path
         assert oracle["passed"] == any(r["passed"] for (t, _), r in generated.items() if t == task)
 
 
+@runs_compare
 def test_a_second_run_comes_from_the_generation_cache(compared: tuple[Path, str]) -> None:
     _, stdout = compared
     assert "(0 new generations, 10 from the cache;" in stdout
 
 
 def _record(arm: str, passed: bool, similarity: float) -> Record:
-    return Record("T/1", arm, passed, "passed" if passed else "failed", None if passed else "AssertionError",
-                  code=f"# {arm}", parses=True, runs=True, similarity=similarity)
+    return Record(
+        "T/1",
+        arm,
+        passed,
+        "passed" if passed else "failed",
+        None if passed else "AssertionError",
+        code=f"# {arm}",
+        parses=True,
+        runs=True,
+        similarity=similarity,
+    )
 
 
 def test_the_reranker_never_uses_the_verdict_and_the_oracle_does() -> None:
@@ -110,8 +131,8 @@ def test_the_reranker_never_uses_the_verdict_and_the_oracle_does() -> None:
 
 
 def test_arm_lists() -> None:
-    assert parse_arms("paper") == ["norag", "bm25", "dense", "func-bm25", "func-pkg", "block-pkg", "json-pkg",
-                                   "reranked", "oracle"]
+    paper = "norag bm25 dense func-bm25 func-pkg block-pkg json-pkg reranked oracle"
+    assert parse_arms("paper") == paper.split()
     assert parse_arms("norag,norag,oracle") == ["norag", "oracle"]
     with pytest.raises(ConfigError, match="unknown arm"):
         parse_arms("norag,magic")
@@ -119,9 +140,23 @@ def test_arm_lists() -> None:
         parse_arms("oracle")
 
 
+@pytest.mark.cli
+@pytest.mark.llm
+@pytest.mark.sandbox
+def test_mbpp_needs_no_path(tmp_path: Path) -> None:
+    """`pkg compare --benchmark mbpp` reads the MBPP shipped with PKG ("" unsets PKG_MBPP_PATH)."""
+    args = "compare --benchmark mbpp --limit 1 --arms norag --generator llama:smollm2-135m --max-new-tokens 32"
+    env = {"PKG_MBPP_PATH": "", "PKG_CACHE_DIR": str(tmp_path / "cache")}
+    done = run_cli(*args.split(), "--out", str(tmp_path), env_extra=env)
+    assert done.returncode == 0, done.stderr
+    (record,) = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert (record["arm"], record["task_id"]) == ("norag", "MBPP/11")
+
+
+@pytest.mark.cli
 def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
-    done = run_cli("compare", "--benchmark", "mbpp", "--arms", "norag", "--out", str(tmp_path),
-                   env_extra={"PKG_MBPP_PATH": str(tmp_path / "nowhere")})
+    nowhere = {"PKG_MBPP_PATH": str(tmp_path / "nowhere")}
+    done = run_cli(*"compare --benchmark mbpp --arms norag --out".split(), str(tmp_path), env_extra=nowhere)
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "mbpp" in done.stderr.lower()
     done = run_cli("compare", "--benchmark", "humaneval", "--arms", "magic", "--out", str(tmp_path))

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,7 @@ def test_top_k_is_exact_cosine(tmp_path: Path) -> None:
             expected = [f"b{i}" for i in np.argsort(-(matrix @ query), kind="stable")[:10]]
             hits = store.search(Label.BLOCK, query, 10)
             assert [h.id for h in hits] == expected
-            assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+            assert all(a.score >= b.score for a, b in pairwise(hits))
         assert store.search(Label.IMPL, query, 10) == []
         assert len(store.search(Label.BLOCK, query, 10_000)) == 500
 
@@ -91,7 +92,8 @@ def test_kill_mid_write_leaves_a_store_that_opens(tmp_path: Path) -> None:
         vector = np.ones(64, dtype=np.float32) / 8
         batch = 0
         while True:
-            store.write([Node(f"n{{batch}}-{{i}}", Label.BLOCK, {{"text": "x" * 500}}, vector) for i in range(1000)], [])
+            nodes = [Node(f"n{{batch}}-{{i}}", Label.BLOCK, {{"text": "x" * 500}}, vector) for i in range(1000)]
+            store.write(nodes, [])
             batch += 1
             if batch == 3:
                 print("writing", flush=True)

@@ -96,6 +96,7 @@ def test_unknown_embedder_spec_is_a_config_error(tmp_path: Path) -> None:
         make_embedder("st", tmp_path)
 
 
+@pytest.mark.model  # imports sentence-transformers to try the path
 def test_missing_local_model_is_an_embedder_error(tmp_path: Path) -> None:
     with pytest.raises(EmbedderError, match="cannot load"):
         SentenceTransformerEmbedder(str(tmp_path / "no-such-model")).embed_documents(["x"])
@@ -145,7 +146,7 @@ class VoyageStub(BaseHTTPRequestHandler):
 def voyage_url() -> Iterator[str]:
     VoyageStub.requests, VoyageStub.status = [], 200
     server = ThreadingHTTPServer(("127.0.0.1", 0), VoyageStub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
@@ -178,8 +179,9 @@ def test_voyage_errors_are_embedder_errors(voyage_url: str, monkeypatch: pytest.
         VoyageEmbedder()
 
 
-def test_voyage_behind_the_cache_keeps_queries_apart(voyage_url: str, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_voyage_behind_the_cache_keeps_queries_apart(
+    voyage_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test-key")
     monkeypatch.setenv("VOYAGE_BASE_URL", voyage_url)
     embedder = make_embedder("voyage", tmp_path)

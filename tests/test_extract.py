@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from pkg.benchmarks import load_humaneval
-from pkg.evaluation.extract import code_blocks, extract_code, sanitize
+from pkg.evaluation.extract import code_blocks, code_from_reply, sanitize
 from pkg.evaluation.prompts import TRUNCATED, build_messages, fit_snippets
 
 REPLY = """Here is the solution:
@@ -31,7 +31,7 @@ area(5)
 
 
 def test_fenced_block_that_defines_the_entry_point_is_taken_and_sanitized() -> None:
-    code = extract_code(REPLY, "area")
+    code = code_from_reply(REPLY, "area")
     assert code == "import math\n\ndef area(r):\n    return math.pi * r ** 2\n"
 
 
@@ -86,7 +86,7 @@ def test_every_humaneval_canonical_solution_survives_extraction() -> None:
     for problem in load_humaneval():
         full = problem.canonical_solution
         reply = f"Sure.\n```python\n{full}\n```\nThis works."
-        code = extract_code(reply, problem.entry_point)
+        code = code_from_reply(reply, problem.entry_point)
         ast.parse(code)
         assert f"def {problem.entry_point}(" in code
 

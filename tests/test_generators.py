@@ -55,7 +55,9 @@ def test_openai_client_sends_the_request_and_reads_the_reply(chat_server: ChatSe
     assert (reply.prompt_tokens, reply.completion_tokens, reply.finish_reason) == (11, 7, "stop")
 
 
-def test_openai_client_takes_its_settings_from_the_environment(chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_client_takes_its_settings_from_the_environment(
+    chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PKG_OPENAI_BASE_URL", _url(chat_server))
     monkeypatch.setenv("PKG_OPENAI_API_KEY", "from-env")
     generator = make_generator("openai:tiny-coder")
@@ -97,7 +99,9 @@ def test_cache_answers_repeats_and_survives_a_torn_last_line(chat_server: ChatSe
     assert len(chat_server.requests) == 2
     third = reopened.generate(MESSAGES, GenerationParams(max_new_tokens=50))  # appended after the torn line
     assert len(chat_server.requests) == 3
-    assert CachedGenerator(inner, GenerationCache(path)).generate(MESSAGES, GenerationParams(max_new_tokens=50)) == third
+    assert (
+        CachedGenerator(inner, GenerationCache(path)).generate(MESSAGES, GenerationParams(max_new_tokens=50)) == third
+    )
     assert len(chat_server.requests) == 3
 
 
@@ -110,6 +114,7 @@ def test_unknown_generators_and_models_are_config_errors() -> None:
         resolve_model("no-such-model")
 
 
+@pytest.mark.llm  # the benchmark model's packages (`make models`)
 def test_qwen_assembles_from_its_packages_and_verifies() -> None:
     path = resolve_model("qwen2.5-coder-1.5b")
     assert path.stat().st_size == 1_117_320_768

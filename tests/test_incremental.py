@@ -15,24 +15,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ingest.build import ParsedCorpus, build, parse_corpus, pruning_variants
+from ingest.parse import ParsedCorpus, parse_corpus, pruning_variants
 from pkg.embedders import CachedEmbedder
 from pkg.graph import EMBEDDED_LABELS
-from pkg.stores.base import GraphSnapshot, GraphStore
+from pkg.stores.base import GraphStore
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
-from tests.conftest import FIXTURES, STDLIB
+from tests.conftest import FIXTURES, STDLIB, STORE_KINDS
+from tests.helpers import build
 from tests.neo4j_server import wipe
+from tests.store_support import GraphSnapshot, snapshot
 
 Opener = Callable[[str], GraphStore]
 
 
-@pytest.fixture(params=["embedded", "neo4j"])
+@pytest.fixture(params=STORE_KINDS)
 def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Opens named, empty databases of one kind (Neo4j Community has one database: the names
     take turns, each wiped when it is opened)."""
     opened: list[GraphStore] = []
     if request.param == "embedded":
+
         def opener(name: str) -> GraphStore:
             opened.append(EmbeddedStore(tmp_path / name, create=True))
             return opened[-1]
@@ -45,6 +48,7 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opene
             wipe(uri)
             opened.append(Neo4jStore(uri))
             return opened[-1]
+
     yield opener
     for store in opened:
         store.close()
@@ -80,7 +84,10 @@ def _edit(root: Path) -> None:
     (root / "sub").mkdir()
     shutil.copy(STDLIB / "textwrap.py", root / "sub" / "textwrap.py")
     with (root / "alpaca.jsonl").open("a") as rows:
-        rows.write(json.dumps({"instruction": "Square", "input": "", "output": "```python\ndef sq(x):\n    return x * x\n```"}) + "\n")
+        rows.write(
+            json.dumps({"instruction": "Square", "input": "", "output": "```python\ndef sq(x):\n    return x * x\n```"})
+            + "\n"
+        )
 
 
 def test_edits_converge_to_a_clean_build(open_store: Opener, embedder: CachedEmbedder, tmp_path: Path) -> None:
@@ -99,35 +106,38 @@ def test_edits_converge_to_a_clean_build(open_store: Opener, embedder: CachedEmb
     assert embedder.misses - misses == second.texts_embedded == len(changed - seen) > 0
     third = build([root], store, embedder)
     assert (third.files, third.unchanged_files, third.nodes) == (0, 4, 0)
-    incremental = store.snapshot()
+    incremental = snapshot(store)
 
     clean = open_store("clean")
     build([root], clean, embedder)
-    assert_same_graph(incremental, clean.snapshot())
+    assert_same_graph(incremental, snapshot(clean))
     assert {Path(p).name for p in incremental.sources} == {"heapq.py", "bisect.py", "textwrap.py", "alpaca.jsonl"}
 
 
-def test_building_a_subtree_leaves_the_rest(open_store: Opener, module_embedder: CachedEmbedder, tmp_path: Path) -> None:
+def test_building_a_subtree_leaves_the_rest(
+    open_store: Opener, module_embedder: CachedEmbedder, tmp_path: Path
+) -> None:
     root = _corpus(tmp_path / "corpus")
     (root / "sub").mkdir()
     shutil.copy(STDLIB / "textwrap.py", root / "sub" / "textwrap.py")
     store = open_store("subtree")
     build([root], store, module_embedder)
-    before = store.snapshot()
+    before = snapshot(store)
     (root / "sub" / "textwrap.py").unlink()
     shutil.copy(STDLIB / "heapq.py", root / "sub" / "heapq.py")
     report = build([root / "sub"], store, module_embedder)  # only sub/ is looked at
     assert (report.files, report.removed_files) == (1, 1)
-    after = store.snapshot()
+    after = snapshot(store)
     outside = {p: f for p, f in before.sources.items() if "/sub/" not in p}
     assert {p: f for p, f in after.sources.items() if "/sub/" not in p} == outside
     clean = open_store("clean")  # nodes and edges too: the same as a build of the whole tree as it now is
     build([root], clean, module_embedder)
-    assert_same_graph(after, clean.snapshot())
+    assert_same_graph(after, snapshot(clean))
 
 
-def test_a_file_emptied_of_functions_loses_them(open_store: Opener, module_embedder: CachedEmbedder,
-                                                tmp_path: Path) -> None:
+def test_a_file_emptied_of_functions_loses_them(
+    open_store: Opener, module_embedder: CachedEmbedder, tmp_path: Path
+) -> None:
     root = tmp_path / "corpus"
     root.mkdir()
     (root / "a.py").write_text("def a():\n    return 1\n")
@@ -144,13 +154,14 @@ _KILLED_BUILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    import ingest.build
-    from ingest.build import ParsedCorpus, build, parse_corpus, pruning_variants
+    import pkg.indexing
+    from tests.helpers import build
+    from ingest.parse import ParsedCorpus, parse_corpus, pruning_variants
     from pkg.embedders import make_embedder
     from pkg.stores.embedded import EmbeddedStore
     from pkg.stores.neo4j_store import Neo4jStore
 
-    ingest.build.WRITE_BATCH = 1  # one file per transaction
+    pkg.indexing.WRITE_BATCH = 1  # one file per transaction
     kind, target, root, cache = sys.argv[1:5]
     store = EmbeddedStore(Path(target), create=True) if kind == "embedded" else Neo4jStore(target)
     original = store.replace_sources
@@ -172,24 +183,32 @@ def test_a_killed_build_converges(open_store: Opener, module_embedder: CachedEmb
     for path in (STDLIB / "json").glob("*.py"):
         shutil.copy(path, root / "json" / path.name)
     store = open_store("killed")
-    target = str(getattr(store, "directory", None) or getattr(store, "uri"))
+    target = str(getattr(store, "directory", None) or store.uri)
     cache = str(tmp_path / "cache")
     proc = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_BUILD, "embedded" if isinstance(store, EmbeddedStore) else "neo4j",
-         target, str(root), cache],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            _KILLED_BUILD,
+            "embedded" if isinstance(store, EmbeddedStore) else "neo4j",
+            target,
+            str(root),
+            cache,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     for _ in range(3):
         assert proc.stdout.readline() == "wrote\n"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    partial = store.snapshot()
+    partial = snapshot(store)
     assert 3 <= len(partial.sources) < 9  # some files were written, not all
     build([root], store, module_embedder)
-    resumed = store.snapshot()
+    resumed = snapshot(store)
 
     clean = open_store("clean")
     build([root], clean, module_embedder)
-    assert_same_graph(resumed, clean.snapshot())
+    assert_same_graph(resumed, snapshot(clean))
     assert len(resumed.sources) == 9

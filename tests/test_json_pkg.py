@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from ingest.build import build
 from ingest.json_graph import json_graph
 from pkg.embedders import CachedEmbedder
 from pkg.graph import Label, Rel
@@ -15,7 +14,8 @@ from pkg.stores.base import GraphStore
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.search import Options, retrieve
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, STORE_KINDS
+from tests.helpers import build
 from tests.neo4j_server import wipe
 
 DOCS = Path("/usr/share/doc/python3.11/html/_sources/tutorial")
@@ -23,14 +23,25 @@ CORPUS = [DOCS / "introduction.rst.txt", DOCS / "controlflow.rst.txt", FIXTURES 
 
 
 def test_a_document_becomes_paths_and_leaves() -> None:
-    document = {"title": "Retry policy", "retries": {"max": 3, "backoff/seconds": [1, 2, 4]}, "enabled": True,
-                "owner": None}
+    document = {
+        "title": "Retry policy",
+        "retries": {"max": 3, "backoff/seconds": [1, 2, 4]},
+        "enabled": True,
+        "owner": None,
+    }
     graph = json_graph(document, "config.json")
     paths = sorted(n.props["path"] for n in graph.nodes if n.label is Label.PATH)
     leaves = {n.props["path"]: n for n in graph.nodes if n.label is Label.PATHVALUE}
     assert paths == ["", "retries", "retries/backoff~1seconds"]
-    assert sorted(leaves) == ["enabled", "owner", "retries/backoff~1seconds/0", "retries/backoff~1seconds/1",
-                              "retries/backoff~1seconds/2", "retries/max", "title"]
+    assert sorted(leaves) == [
+        "enabled",
+        "owner",
+        "retries/backoff~1seconds/0",
+        "retries/backoff~1seconds/1",
+        "retries/backoff~1seconds/2",
+        "retries/max",
+        "title",
+    ]
     assert leaves["retries/max"].props["text"] == "path = retries/max ; value = 3"
     assert leaves["enabled"].props["text"] == "path = enabled ; value = true"
     assert leaves["owner"].props["value"] == "null" and leaves["title"].props["value"] == "Retry policy"
@@ -45,13 +56,19 @@ def test_a_document_becomes_paths_and_leaves() -> None:
 def test_empty_keys_keep_paths_and_ids_apart() -> None:
     graph = json_graph({"a": 1, "": {"a": 2, "": {"": 3}}}, "odd.json")
     paths = [(n.label.value, n.props["path"]) for n in graph.nodes]
-    assert paths == [("PATH", ""), ("PATHVALUE", "a"), ("PATH", ""), ("PATHVALUE", "/a"), ("PATH", "/"),
-                     ("PATHVALUE", "//")]
+    assert paths == [
+        ("PATH", ""),
+        ("PATHVALUE", "a"),
+        ("PATH", ""),
+        ("PATHVALUE", "/a"),
+        ("PATH", "/"),
+        ("PATHVALUE", "//"),
+    ]
     assert len({n.id for n in graph.nodes}) == len(graph.nodes)
     assert all(e.src != e.dst for e in graph.edges) and len(graph.edges) == len(graph.nodes) - 1
 
 
-@pytest.fixture(scope="module", params=["embedded", "neo4j"])
+@pytest.fixture(scope="module", params=STORE_KINDS)
 def store(
     request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GraphStore]:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from tree_sitter_language_pack import get_language, get_parser
 
-from ingest.code_parser import extract_code, language_for
-from ingest.functions import Block, Extraction, Function, iter_blocks
-from ingest.languages import EXTENSIONS, LANGUAGES, LanguageSpec
+from ingest.extract import extract
+from pkg.code.functions import Block, Extraction, Function, iter_blocks
+from pkg.code.languages import EXTENSIONS, LANGUAGES, LanguageSpec, language_for
 
 FIXTURES = Path(__file__).parent / "fixtures" / "languages"
 
@@ -309,7 +309,7 @@ WRAPPERS = {
 @cache
 def _extract(lang: str, name: str) -> Extraction:
     """Extract a fixture once per session."""
-    return extract_code((FIXTURES / name).read_text(encoding="utf-8"), lang)
+    return extract((FIXTURES / name).read_text(encoding="utf-8"), lang)
 
 
 def _tree(block: Block) -> Tree:
@@ -372,10 +372,7 @@ def test_texts_are_dedented_source_lines_with_decorators() -> None:
 
 
 def test_async_functions() -> None:
-    found = {
-        lang: [f.qualname for f in _extract(lang, CASES[lang].file).functions if f.is_async]
-        for lang in CASES
-    }
+    found = {lang: [f.qualname for f in _extract(lang, CASES[lang].file).functions if f.is_async] for lang in CASES}
     assert found == {
         "javascript": ["load"],
         "typescript": ["Scheduler.drain"],
@@ -400,7 +397,7 @@ def test_broken_function_is_reported_and_others_kept(lang: str) -> None:
 
 
 def test_errors_outside_functions_are_reported() -> None:
-    extraction = extract_code("int ok(void) { return 1; }\nint x = ;\n", "c")
+    extraction = extract("int ok(void) { return 1; }\nint x = ;\n", "c")
     assert [f.qualname for f in extraction.functions] == ["ok"]
     assert [(i.line, i.message) for i in extraction.issues] == [
         (2, "missing 'identifier' at line 2 outside any function")
@@ -414,21 +411,21 @@ def test_errors_outside_functions_are_reported() -> None:
     ids=["empty", "nul", "garbage", "deep-brackets", "lone-surrogate"],
 )
 def test_bad_input_never_raises(lang: str, source: str) -> None:
-    extraction = extract_code(source, lang)
+    extraction = extract(source, lang)
     assert not extraction.functions
     assert all("\n" not in issue.message for issue in extraction.issues)
 
 
 def test_too_deep_nesting_is_reported_not_raised() -> None:
     source = "void f(void) {" + "if (x) {" * 2000 + "}" * 2000 + "}"
-    extraction = extract_code(source, "c")
+    extraction = extract(source, "c")
     assert extraction.functions == ()
     assert [(i.line, i.message) for i in extraction.issues] == [(1, "blocks nested too deeply")]
 
 
 def test_unknown_language_is_an_error() -> None:
     with pytest.raises(ValueError, match="unsupported language 'cobol'"):
-        extract_code("", "cobol")
+        extract("", "cobol")
 
 
 # --- language table ---------------------------------------------------------------
@@ -455,20 +452,22 @@ def test_unknown_language_is_an_error() -> None:
         ("a.hh", "cpp"),
         ("a.hxx", "cpp"),
         ("Program.cs", "csharp"),
+        ("setup.py", "python"),
     ],
 )
 def test_language_for_known_extensions(name: str, lang: str) -> None:
     assert language_for(Path("src") / name) == lang
 
 
-@pytest.mark.parametrize("name", ["notes.txt", "Makefile", "setup.py", "a.C", "archive.tar.gz"])
+@pytest.mark.parametrize("name", ["notes.txt", "Makefile", "stubs.pyi", "a.C", "archive.tar.gz"])
 def test_language_for_unknown_extensions(name: str) -> None:
     assert language_for(Path(name)) is None
 
 
 def test_every_language_has_a_fixture_and_a_spec() -> None:
     assert set(EXTENSIONS.values()) == set(LANGUAGES)
-    assert set(CASES) == set(BROKEN) == set(WRAPPERS) == set(LANGUAGES) - {"tsx"}
+    # Python's fixtures are in tests/fixtures/python (tests/test_python_extraction.py)
+    assert set(CASES) == set(BROKEN) == set(WRAPPERS) == set(LANGUAGES) - {"tsx", "python"}
 
 
 def _spec_node_types(spec: LanguageSpec) -> set[str]:
@@ -491,19 +490,13 @@ def test_spec_names_only_real_node_types_and_fields(lang: str) -> None:
     """Guards against typos: a misspelt node type would silently match nothing."""
     spec = LANGUAGES[lang]
     language = get_language(spec.grammar)  # type: ignore[arg-type]
-    types = [
-        t for t in sorted(_spec_node_types(spec)) if language.id_for_node_kind(t, True) is None
-    ]
+    types = [t for t in sorted(_spec_node_types(spec)) if language.id_for_node_kind(t, True) is None]
     fields = [f for f in spec.binders.values() if language.field_id_for_name(f) is None]
     assert (types, fields) == ([], [])
 
 
 def test_tsx_shares_the_typescript_rules() -> None:
-    source = (
-        "const View = (props: Props) => {\n  if (props.on) {\n    return <b>{props.x}</b>;\n  }\n};"
-    )
-    extraction = extract_code(source, "tsx")
-    assert [(f.qualname, f.start_line, f.end_line) for f in extraction.functions] == [
-        ("View", 1, 5)
-    ]
+    source = "const View = (props: Props) => {\n  if (props.on) {\n    return <b>{props.x}</b>;\n  }\n};"
+    extraction = extract(source, "tsx")
+    assert [(f.qualname, f.start_line, f.end_line) for f in extraction.functions] == [("View", 1, 5)]
     assert [_tree(b) for b in extraction.functions[0].blocks] == [("if", 2, 4)]

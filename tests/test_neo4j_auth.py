@@ -30,23 +30,27 @@ def _env(uri: str, tmp_path: Path, **credentials: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.cli
 def test_build_and_query_with_credentials(auth_neo4j: str, tmp_path: Path) -> None:
     env = _env(auth_neo4j, tmp_path, NEO4J_USER="neo4j", NEO4J_PASSWORD=PASSWORD)
     done = run_cli("build", str(FIXTURES / "corpus"), "--store", "neo4j", "--format", "json", env_extra=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["functions"] == 7
-    done = run_cli("query", "check if an integer is a prime number", "--store", "neo4j", "--format", "json",
-                   env_extra=env)
+    done = run_cli(
+        "query", "check if an integer is a prime number", "--store", "neo4j", "--format", "json", env_extra=env
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["results"][0]["name"] == "is_prime"
 
 
+@pytest.mark.cli
 def test_a_wrong_password_is_one_line(auth_neo4j: str, tmp_path: Path) -> None:
     done = run_cli("stats", "--store", "neo4j", env_extra=_env(auth_neo4j, tmp_path, NEO4J_PASSWORD="wrong-password"))
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"pkg: Neo4j at {auth_neo4j} refused the credentials of 'neo4j'\n"
 
 
+@pytest.mark.cli
 def test_missing_credentials_are_one_line(auth_neo4j: str, tmp_path: Path) -> None:
     done = run_cli("stats", "--store", "neo4j", env_extra=_env(auth_neo4j, tmp_path))
     assert (done.returncode, done.stdout) == (1, "")

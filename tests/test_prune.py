@@ -8,16 +8,16 @@ import textwrap
 
 import pytest
 
-from ingest.code_parser import extract_code
-from ingest.functions import Block, Function, iter_blocks
-from ingest.languages import LANGUAGES
-from ingest.syntax_tree import parser
-from ingest.python_parser import extract_python
+from ingest.extract import extract
+from pkg.code.branches import branch_variants, without_branch
+from pkg.code.functions import Block, Function, iter_blocks
+from pkg.code.languages import LANGUAGES
+from pkg.code.syntax_check import parses, syntax_for
+from pkg.code.syntax_tree import parser
 from pkg.embedders import Embedder
-from pkg.graph import Label
-from pkg.stores.base import FunctionRef, NodeContext, Span
-from retrieval.prune import branch_variants, prune, without_branch
-from retrieval.syntax_check import parses, syntax_for
+from pkg.graph import Label, Span
+from pkg.stores.base import FunctionRef, NodeContext
+from retrieval.prune import prune
 from tests.conftest import STDLIB
 from tests.test_languages import CASES, FIXTURES
 
@@ -42,7 +42,7 @@ def test_emptied_suite_gets_pass() -> None:
             return xs
         """
     )
-    fn = extract_python(code).functions[0]
+    fn = extract(code, "python").functions[0]
     loop = fn.blocks[0]
     inner = _context(loop, Label.BLOCK)
     result = without_branch(inner.text, inner.start_line, inner.children[0])
@@ -66,7 +66,7 @@ def test_decorated_nested_def_and_if_chain_are_removed_whole() -> None:
                 v = 2
         """
     )
-    fn = extract_python(code).functions[0]
+    fn = extract(code, "python").functions[0]
     ctx = _context(fn, Label.IMPL)
     assert [s.start_line for s in ctx.children] == [2, 5]
     assert without_branch(ctx.text, ctx.start_line, ctx.children[0]) == (
@@ -85,7 +85,7 @@ def _stdlib_functions() -> list[Function]:
             ast.parse(code)
         except SyntaxError:
             continue
-        functions.extend(extract_python(code).functions)
+        functions.extend(extract(code, "python").functions)
     return functions
 
 
@@ -123,7 +123,7 @@ def two_branch_context() -> NodeContext:
                 return conn.recv(4096)
         """
     )
-    return _context(extract_python(code).functions[0], Label.IMPL)
+    return _context(extract(code, "python").functions[0], Label.IMPL)
 
 
 def test_prune_drops_the_branch_unrelated_to_the_query(embedder: Embedder, two_branch_context: NodeContext) -> None:
@@ -150,7 +150,7 @@ def test_prune_keeps_the_whole_node_when_nothing_helps(embedder: Embedder, two_b
 def _code_nodes(lang: str) -> list[NodeContext]:
     source = (FIXTURES / CASES[lang].file).read_text(encoding="utf-8")
     nodes = []
-    for fn in extract_code(source, lang).functions:
+    for fn in extract(source, lang).functions:
         nodes.append(_context(fn, Label.IMPL, lang))
         nodes += [_context(b, Label.BLOCK, lang) for b in iter_blocks(fn.blocks)]
     return nodes
@@ -207,7 +207,7 @@ def test_prune_drops_the_branch_unrelated_to_the_query_in_java(embedder: Embedde
         }
         """
     )
-    fn = extract_code(f"class Service {{\n{code}}}\n", "java").functions[0]
+    fn = extract(f"class Service {{\n{code}}}\n", "java").functions[0]
     ctx = _context(fn, Label.IMPL, "java")
     assert len(ctx.children) == 2
     result = prune(ctx, embedder.embed_query("sort the items by price"), embedder)

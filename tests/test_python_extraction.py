@@ -1,7 +1,7 @@
-"""Tests for tree-sitter based Python function and block extraction.
+"""Tests for Python function and block extraction (``ast`` where it parses the file, else tree-sitter).
 
 Hand-checked fixtures pin exact qualnames, kinds and spans; every parseable
-fixture and a slice of the standard library are cross-checked against ``ast``.
+fixture and the standard library are cross-checked against ``ast``.
 """
 
 from __future__ import annotations
@@ -9,14 +9,18 @@ from __future__ import annotations
 import ast
 import inspect
 import sysconfig
+import warnings
 from collections import Counter
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
 import pytest
+from tree_sitter_language_pack import get_parser
 
-from ingest.functions import Block, Extraction, Function, iter_blocks
-from ingest.python_parser import extract_python
+from ingest.extract import extract
+from ingest.sources import read_items
+from pkg.code.functions import Block, Extraction, Function, iter_blocks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "python"
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -136,7 +140,7 @@ def _assert_texts_parse(functions: tuple[Function, ...]) -> None:
 def _extract_file(path: Path) -> tuple[str, Extraction]:
     """Read (with normalised newlines) and extract a file, once per test session."""
     source = path.read_text(encoding="utf-8")
-    return source, extract_python(source)
+    return source, extract(source, "python")
 
 
 def _assert_file_matches_ast(path: Path) -> None:
@@ -218,12 +222,9 @@ def test_definitions_qualnames_spans_and_blocks() -> None:
 
 def test_decorators_are_part_of_the_text() -> None:
     functions = _functions("definitions.py")
-    assert functions["decorated"].text == (
-        "@functools.wraps(plain)\n@functools.lru_cache\ndef decorated():\n    pass"
-    )
+    assert functions["decorated"].text == ("@functools.wraps(plain)\n@functools.lru_cache\ndef decorated():\n    pass")
     assert functions["Shape.area"].text == (
-        "@functools.lru_cache(\n    maxsize=None,\n)\ndef area(self):\n"
-        "    if self.sides: return 1\n    return 0"
+        "@functools.lru_cache(\n    maxsize=None,\n)\ndef area(self):\n    if self.sides: return 1\n    return 0"
     )
     assert functions["Shape.area"].blocks[0].text == "if self.sides: return 1"
     deeper = functions["outer"].blocks[1].children[1]
@@ -331,7 +332,7 @@ def test_syntax_errors_keep_good_functions_and_report_bad_ones() -> None:
 
 
 def test_empty_source() -> None:
-    assert extract_python("") == Extraction(functions=(), issues=())
+    assert extract("", "python") == Extraction(functions=(), issues=())
 
 
 @pytest.mark.parametrize(
@@ -345,7 +346,7 @@ def test_empty_source() -> None:
     ids=["nul", "garbage", "deep-brackets", "deep-expression"],
 )
 def test_bad_input_is_reported_not_raised(source: str) -> None:
-    extraction = extract_python(source)
+    extraction = extract(source, "python")
     assert not extraction.functions
     assert len(extraction.issues) == 1
 
@@ -383,3 +384,92 @@ def test_stdlib_slice_is_substantial() -> None:
     functions = [f for path in STDLIB_FILES for f in _extract_file(path)[1].functions]
     assert len(functions) > 1000
     assert sum(1 for f in functions for _ in iter_blocks(f.blocks)) > 1000
+
+
+# --- where tree-sitter and ast disagree, and where ast rejects the file --------------
+
+#: A bracketed line indented less than its block: tree-sitter loses ``T.a``, ``ast`` does not.
+MISPARSED = (
+    "class T:\n"
+    "    def a(self):\n"
+    "        def f():\n"
+    "            (bar.\n"
+    "        baz)\n"
+    "        return f\n"
+    "\n"
+    "    def b(self):\n"
+    "        return 1\n"
+)
+
+
+def test_ast_decides_where_tree_sitter_misparses() -> None:
+    assert get_parser("python").parse(MISPARSED.encode()).root_node.has_error  # the disagreement is real
+    extraction = extract(MISPARSED, "python")
+    spans = [(f.qualname, f.start_line, f.end_line) for f in extraction.functions]
+    assert spans == [("T.a", 2, 6), ("T.a.<locals>.f", 3, 5), ("T.b", 8, 9)]
+    assert extraction.functions[1].text == "def f():\n    (bar.\nbaz)"
+    _assert_matches_ast(MISPARSED, extraction)
+    _assert_texts_parse(extraction.functions)
+    assert not extraction.issues
+
+
+#: A broken definition that makes ``ast`` reject a whole file, so that tree-sitter extracts it.
+BROKEN_TAIL = "\n\ndef broken_tail(:\n    pass\n"
+
+
+@pytest.mark.parametrize("path", VALID_FIXTURES + STDLIB_FILES[:40], ids=lambda p: p.name)
+def test_tree_sitter_finds_what_ast_finds_when_ast_rejects_the_file(path: Path) -> None:
+    """The tree walk (the fallback) names, spans and cuts functions and blocks as ``ast`` does."""
+    source, exact = _extract_file(path)
+    fallback = extract(source + BROKEN_TAIL, "python")
+    assert fallback.functions == exact.functions
+    assert [(i.line, i.message.split(":")[0]) for i in fallback.issues] == [
+        (source.count("\n") + 3, "function 'broken_tail' does not parse")
+    ]
+
+
+def whole_stdlib() -> Iterator[tuple[Path, str, ast.Module]]:
+    """Every standard-library module (site-packages left out) that ``ast`` parses: its path, its
+    text as a build reads it (its declared encoding, newlines normalised) and its tree."""
+    for path in sorted(STDLIB.rglob("*.py")):
+        items = [] if "site-packages" in path.relative_to(STDLIB).parts else read_items(path)[0]
+        if items and (tree := _quiet_parse(source := items[0].units[0].text)) is not None:
+            yield path, source, tree
+
+
+def _quiet_parse(source: str) -> ast.Module | None:
+    """``ast``'s tree of ``source``, without its warnings; None if it rejects the source."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def matches_ast(tree: ast.Module, source: str, extraction: Extraction) -> bool:
+    """Whether ``extraction`` holds exactly ``ast``'s functions (qualname, span) with their blocks
+    (kind, span) at any depth, and no issues; ``tree`` is ``ast``'s tree of ``source``."""
+    got = {
+        (f.qualname, f.start_line, f.end_line): sorted(
+            (b.kind, b.start_line, b.end_line) for b in iter_blocks(f.blocks)
+        )
+        for f in extraction.functions
+    }
+    return len(got) == len(extraction.functions) and got == _ast_functions(tree, source) and not extraction.issues
+
+
+@pytest.mark.slow  # 55-80 s on 2 busy cores, two thirds of it in the ast reference
+def test_whole_stdlib_matches_ast() -> None:
+    """Every module ``ast`` parses (bench/bench_stdlib_exactness.py measures the same)."""
+    modules, mismatching, qualnames = 0, [], []
+    for path, source, tree in whole_stdlib():
+        extraction = extract(source, "python")
+        modules += 1
+        if not matches_ast(tree, source, extraction):
+            mismatching.append(str(path.relative_to(STDLIB)))
+        if path == STDLIB / "test" / "test_compile.py":  # tree-sitter mis-parses it
+            qualnames = [f.qualname for f in extraction.functions]
+    assert modules > 1500
+    assert mismatching == []
+    assert "TestExpressionStackSize.check_stack_size" in qualnames and "check_stack_size" not in qualnames

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.build import build
 from ingest.chunking import chunk_source
+from pkg.code.syntax_check import syntax_for
 from pkg.embedders import CachedEmbedder
 from pkg.errors import ConfigError, StoreError, StoreNotFoundError
 from pkg.graph import Label
@@ -21,8 +21,8 @@ from retrieval.bm25 import BM25Index
 from retrieval.fusion import reciprocal_rank_fusion
 from retrieval.lexical import open_index, refresh_indexes
 from retrieval.search import Neighbour, Options, retrieve
-from retrieval.syntax_check import syntax_for
-from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, run_cli
+from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, STORE_KINDS, run_cli
+from tests.helpers import build
 from tests.neo4j_server import wipe
 
 CORPUS = [*STDLIB_SLICE, STDLIB / "shlex.py", FIXTURES / "corpus"]
@@ -39,7 +39,7 @@ class Built:
         return answer.results
 
 
-@pytest.fixture(scope="module", params=["embedded", "neo4j"])
+@pytest.fixture(scope="module", params=STORE_KINDS)
 def built(
     request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Built]:
@@ -137,26 +137,47 @@ def test_bm25_modes_never_load_the_model(built: Built) -> None:
         retrieve(built.store, None, "heappush", "func", k=1, db_dir=built.db_dir)
 
 
+@pytest.mark.cli
 def test_every_mode_from_the_cli(tmp_path: Path) -> None:
     env = {"PKG_CACHE_DIR": str(tmp_path / "cache")}
     db = str(tmp_path / "db")
     assert run_cli("build", str(FIXTURES / "corpus"), "--db", db, env_extra=env).returncode == 0
-    for mode, expected in [("bm25-rows", "ROW"), ("bm25-func", "IMPL"), ("dense-rows", "ROW"),
-                           ("hybrid", "CHUNK"), ("chunk", "CHUNK"), ("func", "IMPL"), ("block", "BLOCK")]:
-        done = run_cli("query", "is the number prime", "--mode", mode, "-k", "1", "--db", db, "--format", "json",
-                       env_extra=env)
+    for mode, expected in [
+        ("bm25-rows", "ROW"),
+        ("bm25-func", "IMPL"),
+        ("dense-rows", "ROW"),
+        ("hybrid", "CHUNK"),
+        ("chunk", "CHUNK"),
+        ("func", "IMPL"),
+        ("block", "BLOCK"),
+    ]:
+        done = run_cli(
+            "query", "is the number prime", "--mode", mode, "-k", "1", "--db", db, "--format", "json", env_extra=env
+        )
         assert done.returncode == 0, done.stderr
         top = json.loads(done.stdout)["results"][0]
         assert top["kind"] == expected and "n % d == 0" in top["text"], (mode, top)
 
 
+@pytest.mark.cli
 def test_bm25_query_needs_no_embedder_and_follows_a_narrower_rebuild(tmp_path: Path) -> None:
     env = {"PKG_CACHE_DIR": str(tmp_path / "cache"), "VOYAGE_API_KEY": ""}
     db = str(tmp_path / "db")
     assert run_cli("build", str(FIXTURES / "corpus"), "--db", db, env_extra=env).returncode == 0
     # an embedder that cannot even start (no API key) is never built for a BM25 query
-    done = run_cli("query", "is the number prime", "--mode", "bm25-func", "--embedder", "voyage", "--db", db,
-                   "--format", "json", env_extra=env)
+    done = run_cli(
+        "query",
+        "is the number prime",
+        "--mode",
+        "bm25-func",
+        "--embedder",
+        "voyage",
+        "--db",
+        db,
+        "--format",
+        "json",
+        env_extra=env,
+    )
     assert done.returncode == 0, done.stderr
     assert "n % d == 0" in json.loads(done.stdout)["results"][0]["text"]
     # rebuilt without rows: the rows index empties with the store instead of outliving its nodes
@@ -169,7 +190,7 @@ def test_bm25_query_needs_no_embedder_and_follows_a_narrower_rebuild(tmp_path: P
     assert done.stderr == "pkg: no bm25-rows results for this query\n"
 
 
-@pytest.mark.parametrize("kind", ["embedded", "neo4j"])
+@pytest.mark.parametrize("kind", STORE_KINDS)
 def test_pruning_in_other_languages_keeps_valid_code(
     kind: str, request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path: Path
 ) -> None:

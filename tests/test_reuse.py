@@ -6,14 +6,14 @@ from pkg.evaluation.report import markdown_table, summarise
 from pkg.evaluation.reuse import reuses_context
 from pkg.evaluation.run import Record
 
-RETRIEVED = '''def sort_tuple(tup):
+RETRIEVED = """def sort_tuple(tup):
     n = len(tup)
     for i in range(n):
         for j in range(n - i - 1):
             if tup[j][0] > tup[j + 1][0]:
                 tup[j], tup[j + 1] = tup[j + 1], tup[j]
     return tup
-'''
+"""
 
 
 def test_an_answer_named_after_the_retrieved_function_reuses_it() -> None:
@@ -43,12 +43,21 @@ def test_short_lines_comments_and_nested_names_do_not_count() -> None:
 
 def test_the_table_counts_reuse_against_norag_on_the_same_problems() -> None:
     def record(task: str, arm: str, passed: bool, reused: bool | None) -> Record:
-        return Record(task, arm, passed, "passed" if passed else "failed", None if passed else "AssertionError",
-                      reuses_context=reused)
+        return Record(
+            task,
+            arm,
+            passed,
+            "passed" if passed else "failed",
+            None if passed else "AssertionError",
+            reuses_context=reused,
+        )
 
     records = [
-        record("T/1", "norag", True, None), record("T/2", "norag", True, None), record("T/3", "norag", False, None),
-        record("T/1", "func-pkg", False, True), record("T/2", "func-pkg", True, True),
+        record("T/1", "norag", True, None),
+        record("T/2", "norag", True, None),
+        record("T/3", "norag", False, None),
+        record("T/1", "func-pkg", False, True),
+        record("T/2", "func-pkg", True, True),
         record("T/3", "func-pkg", True, False),
     ]
     norag, func = summarise(records, ["norag", "func-pkg"])

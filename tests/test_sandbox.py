@@ -16,6 +16,8 @@ import pytest
 from rerank.sandbox import Limits, Outcome, Sandbox, SandboxWarning, open_sandbox
 from rerank.sandbox.bwrap import BwrapSandbox
 
+pytestmark = pytest.mark.sandbox
+
 FAST = Limits(timeout_s=1.0)
 MEMORY_CAP_MB = 2048  # per worker, the default
 MAX_TASKS = 64  # per worker, the default
@@ -359,7 +361,7 @@ def test_a_worker_that_dies_or_hangs_is_replaced() -> None:
         for sent, expected in ((signal.SIGKILL, ("crashed", "SandboxDied")), (signal.SIGSTOP, ("timeout", "Timeout"))):
             outcomes: list[Outcome] = []
             running = threading.Thread(
-                target=lambda: outcomes.append(box.run("import time\ntime.sleep(30)", FAST)), daemon=True
+                target=lambda out=outcomes: out.append(box.run("import time\ntime.sleep(30)", FAST)), daemon=True
             )
             running.start()
             time.sleep(0.5)

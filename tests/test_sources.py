@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.sources import Skipped, discover, read_items
+from ingest.sources import MAX_FILE_BYTES, Skipped, discover, read_items
 from pkg.errors import CorpusError
 
 
@@ -30,12 +30,73 @@ def _tree(root: Path) -> None:
     os.symlink(root / "pkg", root / "pkg" / "sub" / "loop")  # a symlink loop
 
 
-def test_discover_walks_recursively_and_skips_what_it_should(tmp_path: Path) -> None:
+def _skips(skipped: list[Skipped], root: Path) -> list[tuple[str, str]]:
+    return [(str(Path(s.path).relative_to(root)), s.reason) for s in skipped]
+
+
+def test_discover_walks_recursively_and_lists_every_skip(tmp_path: Path) -> None:
     _tree(tmp_path)
+    (tmp_path / "venv").mkdir()  # a package named venv, like the standard library's: no pyvenv.cfg
+    (tmp_path / "venv" / "__init__.py").write_text("def create(env_dir): pass\n")
+    (tmp_path / "miniconda" / "conda-meta").mkdir(parents=True)
+    (tmp_path / "miniconda" / "site.py").write_text("def conda(): pass\n")
+    (tmp_path / ".venv").mkdir()  # hidden, and not an environment
+    (tmp_path / "node_modules").mkdir()
     files, skipped = discover([tmp_path])
-    names = sorted(p.name for p in files)
-    assert names == ["a.py", "b.py", "blob.py", "latin.py"]
-    assert [(Path(s.path).name, s.reason) for s in skipped] == [("notes.txt", "unsupported file type .txt")]
+    assert [str(p.relative_to(tmp_path)) for p in files] == [
+        "pkg/a.py",
+        "pkg/blob.py",
+        "pkg/latin.py",
+        "pkg/sub/b.py",
+        "venv/__init__.py",
+    ]
+    assert _skips(skipped, tmp_path) == [
+        (".git", "version-control data"),
+        (".hidden.py", "hidden"),
+        (".venv", "hidden"),
+        ("__pycache__", "bytecode cache"),
+        ("env", "virtual environment (holds pyvenv.cfg)"),
+        ("miniconda", "conda environment (holds conda-meta/)"),
+        ("node_modules", "installed npm packages"),
+        ("pkg/notes.txt", "unsupported file type .txt"),
+        ("pkg/sub/loop", f"already read: same directory as {(tmp_path / 'pkg').resolve()}"),
+    ]
+
+
+def test_broken_symlinks_are_listed_and_the_walk_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "real.py").write_text("def ok(): pass\n")
+    os.symlink("self_loop.py", tmp_path / "self_loop.py")
+    os.symlink("b.py", tmp_path / "a.py")
+    os.symlink("a.py", tmp_path / "b.py")
+    os.symlink("gone.py", tmp_path / "dangling.py")
+    os.symlink("real.py", tmp_path / "twin.py")
+    os.mkfifo(tmp_path / "pipe.py")  # reading it would block
+    files, skipped = discover([tmp_path])
+    assert files == [(tmp_path / "real.py").resolve()]
+    assert _skips(skipped, tmp_path) == [
+        ("a.py", "symlink loop"),
+        ("b.py", "symlink loop"),
+        ("dangling.py", "dangling symlink"),
+        ("pipe.py", "not a regular file"),
+        ("self_loop.py", "symlink loop"),
+        ("twin.py", f"already read: same file as {(tmp_path / 'real.py').resolve()}"),
+    ]
+    with pytest.raises(CorpusError, match="^symlink loop: .*self_loop.py$"):
+        discover([tmp_path / "self_loop.py"])
+
+
+def test_files_over_the_size_cap_are_listed_and_the_default_takes_10_mb(tmp_path: Path) -> None:
+    ten_mb = "\n".join(f"def f{i}(): return {i}" for i in range(500_000))[: 10 * 1024 * 1024]
+    (tmp_path / "big.py").write_text(ten_mb[: ten_mb.rindex("\n")] + "\n")
+    (tmp_path / "small.py").write_text("def s(): pass\n")
+    size = (tmp_path / "big.py").stat().st_size
+    assert size > 10_000_000 and size <= MAX_FILE_BYTES
+    assert discover([tmp_path])[0] == [(tmp_path / "big.py").resolve(), (tmp_path / "small.py").resolve()]
+    files, skipped = discover([tmp_path], max_file_bytes=size - 1)
+    assert files == [(tmp_path / "small.py").resolve()]
+    assert _skips(skipped, tmp_path) == [
+        ("big.py", f"{size:,} bytes, over the size cap of {size - 1:,} (--max-file-size)")
+    ]
 
 
 def test_binary_and_encodings(tmp_path: Path) -> None:
@@ -49,8 +110,12 @@ def test_binary_and_encodings(tmp_path: Path) -> None:
 
 def test_explicit_files_and_duplicates(tmp_path: Path) -> None:
     _tree(tmp_path)
-    files, _ = discover([tmp_path / ".hidden.py", tmp_path / "pkg", tmp_path / "pkg" / "a.py"])
+    files, skipped = discover([tmp_path / ".hidden.py", tmp_path / "pkg", tmp_path / "pkg" / "a.py"])
     assert sorted(p.name for p in files) == [".hidden.py", "a.py", "b.py", "blob.py", "latin.py"]
+    assert _skips(skipped, tmp_path)[-1] == (
+        "pkg/a.py",
+        f"already read: same file as {(tmp_path / 'pkg' / 'a.py').resolve()}",
+    )
 
 
 def test_missing_path_is_a_corpus_error(tmp_path: Path) -> None:
@@ -64,7 +129,8 @@ def test_jsonl_rows_every_fence_counts(tmp_path: Path) -> None:
         {
             "instruction": "Fix:\n```py\ndef broken(x):\n    return x\n```",
             "input": "",
-            "output": "Here:\n```python\ndef one():\n    pass\n\ndef two():\n    pass\n```\nand\n```\ndef three():\n    pass\n```",
+            "output": "Here:\n```python\ndef one():\n    pass\n\ndef two():\n    pass\n```"
+            "\nand\n```\ndef three():\n    pass\n```",
         },
         {"instruction": "no code", "input": "", "output": "just text"},
     ]

@@ -12,18 +12,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ingest.build import BuildReport, build, embed_texts, embedded_texts, parse_corpus, with_vectors
+from ingest.parse import BuildReport, parse_corpus
 from pkg.embedders import CachedEmbedder
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from pkg.errors import EmbedderMismatchError, StoreUnavailableError
 from pkg.graph import EMBEDDED_LABELS, Label, Node
+from pkg.indexing import embed_texts, embedded_texts, with_vectors
+from pkg.schema import TEXT_LABELS, record_of
 from pkg.stores import GraphStore, open_store
 from pkg.stores.base import EmbedderInfo, GraphCounts
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.search import retrieve
 from tests.conftest import FIXTURES, STDLIB_SLICE, run_cli
+from tests.helpers import build
 from tests.neo4j_server import free_port, wipe
+from tests.store_support import snapshot
 
 KINDS = ("embedded", "neo4j")
 #: The labels a code corpus fills; JSON-PKG's PATHVALUE is checked on both stores in test_json_pkg.py.
@@ -88,7 +92,7 @@ def test_build_writes_the_whole_corpus(corpus: Corpus, kind: str) -> None:
     report = corpus.reports[kind]
     counts = corpus.stores[kind].counts()
     assert sum(counts.nodes.values()) == report.nodes > 300
-    assert sum(counts.relationships.values()) == report.edges > 300
+    assert sum(counts.relationships.values()) == report.edges + report.links > 300  # links: the linking pass
     assert counts.nodes["IMPL"] == counts.nodes["NAME"] == counts.relationships["HAS_IMPL"] == report.functions
     assert counts.nodes["BLOCK"] == report.blocks
     assert counts.nodes["ROW"] == report.files  # plain files: one row each
@@ -98,9 +102,9 @@ def test_build_writes_the_whole_corpus(corpus: Corpus, kind: str) -> None:
 def test_both_stores_hold_the_same_graph(corpus: Corpus) -> None:
     embedded, neo4j = (corpus.stores[kind].counts() for kind in KINDS)
     assert embedded == neo4j
-    assert list(neo4j.nodes) == ["BLOCK", "CHUNK", "IMPL", "NAME", "ROW"]
-    assert list(neo4j.relationships) == ["HAS_BLOCK", "HAS_IMPL", "NEXT", "PARENT"]
-    same, other = (corpus.stores[kind].snapshot() for kind in KINDS)
+    assert list(neo4j.nodes) == ["BLOCK", "CHUNK", "CLASS", "FILE", "IMPL", "MODULE", "NAME", "ROW"]
+    assert list(neo4j.relationships) == ["CALLS", "CONTAINS", "HAS_BLOCK", "HAS_IMPL", "IMPORTS", "NEXT", "PARENT"]
+    same, other = (snapshot(corpus.stores[kind]) for kind in KINDS)
     assert {k: v[:2] for k, v in same.nodes.items()} == {k: v[:2] for k, v in other.nodes.items()}
     assert same.edges == other.edges and same.sources == other.sources
     assert all(same.nodes[k][2] == pytest.approx(v[2], abs=1e-5) for k, v in other.nodes.items())
@@ -109,10 +113,10 @@ def test_both_stores_hold_the_same_graph(corpus: Corpus) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_rebuild_is_idempotent(corpus: Corpus, module_embedder: CachedEmbedder, kind: str) -> None:
     store = corpus.stores[kind]
-    before = store.snapshot()
+    before = snapshot(store)
     report = build(STDLIB_SLICE, store, module_embedder)
     assert (report.files, report.nodes, report.edges, report.texts_embedded) == (0, 0, 0, 0)
-    assert store.snapshot() == before  # nodes, properties, vectors, edges and sources untouched
+    assert snapshot(store) == before  # nodes, properties, vectors, edges and sources untouched
 
 
 def test_the_fixture_gives_each_node_its_own_texts_vector(corpus: Corpus, minilm: SentenceTransformerEmbedder) -> None:
@@ -134,7 +138,8 @@ def test_a_stored_vector_finds_its_own_node(corpus: Corpus, kind: str, label: La
     matrix = np.stack([n.vector for n in of_label])
     similarity = matrix @ matrix.T
     np.fill_diagonal(similarity, -1.0)
-    unique = sorted((n for n, best in zip(of_label, similarity.max(axis=1)) if best < 0.999), key=lambda n: n.id)
+    distinct = [n for n, best in zip(of_label, similarity.max(axis=1), strict=True) if best < 0.999]
+    unique = sorted(distinct, key=lambda n: n.id)
     assert len(unique) >= min(10, len(of_label)) >= 5
     for node in unique[:10]:
         assert node.vector is not None
@@ -162,6 +167,34 @@ def test_hnsw_top_k_recall_against_exact_search(
             if hit.id in exact_scores:
                 assert hit.score == pytest.approx(exact_scores[hit.id], abs=1e-5)
     assert found / (k * len(text_queries)) >= 0.95
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_nodes_read_back_as_the_records_built(corpus: Corpus, kind: str) -> None:
+    """Every node, of every label, comes back as the typed record the ingesters built."""
+    expected = [record_of(n) for n in reversed(corpus.nodes)]
+    assert {type(r).__name__ for r in expected} == {
+        "NameNode",
+        "ImplNode",
+        "BlockNode",
+        "RowNode",
+        "ChunkNode",
+        "FileNode",
+        "ClassNode",
+        "ModuleNode",
+    }
+    found = corpus.stores[kind].nodes([*(r.id for r in expected), "no-such-id"])
+    assert found == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_texts_are_those_of_the_text_labels(corpus: Corpus, kind: str) -> None:
+    store = corpus.stores[kind]
+    for label in TEXT_LABELS:
+        expected = sorted((n.id, n.props["text"]) for n in corpus.nodes if n.label is label)
+        assert store.texts(label) == expected
+    with pytest.raises(ValueError, match="NAME nodes have no text"):
+        store.texts(Label.NAME)
 
 
 def test_contexts_are_identical(corpus: Corpus) -> None:
@@ -206,8 +239,14 @@ def test_retrieval_and_pruning_agree(
     for text, _ in text_queries[:15]:
         embedded, neo4j = (retrieve(corpus.stores[kind], module_embedder, text, mode, k=1) for kind in KINDS)
         (e,), (n,) = embedded.results, neo4j.results
-        assert (n.id, n.name, n.path, n.lines, n.text, n.pruned_text) == (e.id, e.name, e.path, e.lines, e.text,
-                                                                          e.pruned_text)
+        assert (n.id, n.name, n.path, n.lines, n.text, n.pruned_text) == (
+            e.id,
+            e.name,
+            e.path,
+            e.lines,
+            e.text,
+            e.pruned_text,
+        )
         assert n.score == pytest.approx(e.score, abs=1e-5)
         assert neo4j.prompt == embedded.prompt
         pruned += n.pruned_text != n.text
@@ -243,8 +282,10 @@ def test_vector_indexes_follow_the_dimension_of_the_vectors(empty_neo4j: str) ->
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(300, 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    nodes = [Node(f"b{i}", Label.BLOCK, {"text": f"x = {i}", "start_line": 1, "end_line": 1}, v)
-             for i, v in enumerate(vectors)]
+    nodes = [
+        Node(f"b{i}", Label.BLOCK, {"text": f"x = {i}", "start_line": 1, "end_line": 1}, v)
+        for i, v in enumerate(vectors)
+    ]
     with Neo4jStore(empty_neo4j) as store:
         store.write(nodes, [])  # no embedder recorded: the indexes take the vectors' dimension
         store.write(nodes, [])
@@ -267,6 +308,7 @@ def test_an_unreachable_neo4j_is_one_clear_error() -> None:
 CLI_CORPUS = FIXTURES / "corpus"
 
 
+@pytest.mark.cli
 def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: CachedEmbedder, tmp_path: Path) -> None:
     env = {"NEO4J_URI": empty_neo4j, "PKG_CACHE_DIR": str(tmp_path / "cache")}
     empty = run_cli("stats", "--store", "neo4j", "--format", "json", env_extra=env)
@@ -281,8 +323,19 @@ def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: Cache
     stats = run_cli("stats", "--store", "neo4j", "--format", "json", env_extra=env)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout) == {
-        "nodes": {"BLOCK": 10, "CHUNK": 3, "IMPL": 7, "NAME": 7, "PATH": 2, "PATHVALUE": 6, "ROW": 3},
-        "relationships": {"HAS_BLOCK": 6, "HAS_IMPL": 7, "JSON_CHILD": 6, "PARENT": 4},
+        "nodes": {
+            "BLOCK": 10,
+            "CHUNK": 3,
+            "CLASS": 1,
+            "FILE": 1,
+            "IMPL": 7,
+            "MODULE": 1,
+            "NAME": 7,
+            "PATH": 2,
+            "PATHVALUE": 6,
+            "ROW": 3,
+        },
+        "relationships": {"CONTAINS": 6, "HAS_BLOCK": 6, "HAS_IMPL": 7, "IMPORTS": 1, "JSON_CHILD": 6, "PARENT": 4},
         "embedder": "st:all-MiniLM-L6-v2",
         "dims": 384,
     }
@@ -303,6 +356,7 @@ def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: Cache
     assert answer["prompt"] == expected.prompt
 
 
+@pytest.mark.cli
 def test_cli_reports_an_unreachable_neo4j_in_one_line(tmp_path: Path) -> None:
     uri = f"bolt://127.0.0.1:{free_port()}"
     done = run_cli("stats", "--store", "neo4j", env_extra={"NEO4J_URI": uri, "PKG_CACHE_DIR": str(tmp_path)})

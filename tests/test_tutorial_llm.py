@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ingest.tutorials import tutorial_to_json
-from ingest.tutorials.llm import LlmStructurer, parse_reply, schema_errors
 from pkg.generators.openai_compat import OpenAICompatGenerator
+from pkg.generators.structurer import LlmStructurer, parse_reply, schema_errors
 from tests.chat_server import ChatServer, completion
 from tests.conftest import run_cli
 
@@ -31,11 +31,23 @@ sorted([3, 1, 2])
 """
 GOOD = {
     "title": "Sorting",
-    "sections": [{"title": "Sorting", "content": [{"type": "text", "text": "Use sorted for a new list."},
-                                                    {"type": "code", "language": "python", "text": "sorted([3, 1, 2])"},
-                                                    {"type": "list", "items": ["one", "two"]}],
-                  "sections": [{"title": "In place", "content": [{"type": "text", "text": "list.sort sorts in place."}],
-                                "sections": []}]}],
+    "sections": [
+        {
+            "title": "Sorting",
+            "content": [
+                {"type": "text", "text": "Use sorted for a new list."},
+                {"type": "code", "language": "python", "text": "sorted([3, 1, 2])"},
+                {"type": "list", "items": ["one", "two"]},
+            ],
+            "sections": [
+                {
+                    "title": "In place",
+                    "content": [{"type": "text", "text": "list.sort sorts in place."}],
+                    "sections": [],
+                }
+            ],
+        }
+    ],
 }
 
 
@@ -70,8 +82,12 @@ def test_the_deterministic_converters_produce_the_schema_the_model_is_held_to() 
 def test_schema_errors_name_the_problem() -> None:
     assert schema_errors(GOOD) == []
     assert schema_errors([]) == ["the top level must be an object"]
-    bad = {"title": "t", "sections": [{"title": "s", "content": [{"type": "poem", "text": "x"},
-                                                                   {"type": "list", "items": "x"}], "sections": "no"}]}
+    bad = {
+        "title": "t",
+        "sections": [
+            {"title": "s", "content": [{"type": "poem", "text": "x"}, {"type": "list", "items": "x"}], "sections": "no"}
+        ],
+    }
     errors = schema_errors(bad)
     assert [e for e in errors if "content" in e] == [
         "sections[0].content[0] is not a text, code, doctest or list block",
@@ -87,7 +103,11 @@ def test_schema_errors_name_the_problem() -> None:
 def test_bad_answers_are_retried_with_the_error_and_a_good_one_is_used(scripted: ChatServer, tmp_path: Path) -> None:
     page = tmp_path / "sorting.md"
     page.write_text(TUTORIAL)
-    scripted.answer.replies = ["I think the JSON is {title: Sorting", json.dumps({"title": 3, "sections": []}), json.dumps(GOOD)]
+    scripted.answer.replies = [
+        "I think the JSON is {title: Sorting",
+        json.dumps({"title": 3, "sections": []}),
+        json.dumps(GOOD),
+    ]
     structurer = _structurer(scripted)
     document = structurer(page, TUTORIAL)
     assert document == {**GOOD, "source": str(page)}
@@ -109,19 +129,23 @@ def test_when_every_attempt_fails_the_deterministic_document_is_used(scripted: C
     assert len(scripted.requests) == 3  # too long for one prompt: no model call
 
 
+@pytest.mark.cli
+@pytest.mark.llm
 def test_pkg_build_with_a_local_model_structurer(tmp_path: Path) -> None:
     page = tmp_path / "sorting.md"
     page.write_text(TUTORIAL)
     env = {"PKG_CACHE_DIR": str(tmp_path / "cache")}
     db = tmp_path / "db"
-    done = run_cli("build", str(page), "--db", str(db), "--structurer", "llama:smollm2-135m", "--format", "json",
-                   env_extra=env)
+    done = run_cli(
+        "build", str(page), "--db", str(db), "--structurer", "llama:smollm2-135m", "--format", "json", env_extra=env
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     stats = report["structurer"]
     assert stats["pages"] == 1 and stats["from_model"] + stats["fallbacks"] == 1 and 1 <= stats["attempts"] <= 3
-    again = run_cli("build", str(page), "--db", str(db), "--structurer", "llama:smollm2-135m", "--format", "json",
-                    env_extra=env)
+    again = run_cli(
+        "build", str(page), "--db", str(db), "--structurer", "llama:smollm2-135m", "--format", "json", env_extra=env
+    )
     assert json.loads(again.stdout)["unchanged_files"] == 1
     deterministic = run_cli("build", str(page), "--db", str(db), "--format", "json", env_extra=env)
     assert json.loads(deterministic.stdout)["files"] == 1  # another structurer: the page is rebuilt

@@ -48,9 +48,7 @@ def doctest(value: str) -> dict[str, Any]:
     return {"type": "doctest", "text": value}
 
 
-def section(
-    title: str, content: list[dict[str, Any]], sections: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
+def section(title: str, content: list[dict[str, Any]], sections: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"title": title, "content": content, "sections": sections or []}
 
 
@@ -223,11 +221,18 @@ def test_keys_come_in_the_documented_order(name: str) -> None:
 )
 def test_conversion_is_deterministic(path: Path, python_docs: Path) -> None:
     """The same document in processes with different string hashing (set iteration order)."""
-    convert = "import json, sys; from pathlib import Path; from ingest.tutorials import tutorial_to_json; " \
-              "print(json.dumps(tutorial_to_json(Path(sys.argv[1]))))"
+    convert = (
+        "import json, sys; from pathlib import Path; from ingest.tutorials import tutorial_to_json; "
+        "print(json.dumps(tutorial_to_json(Path(sys.argv[1]))))"
+    )
     outputs = {
-        subprocess.run([sys.executable, "-c", convert, str(path)], capture_output=True, text=True, check=True,
-                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        subprocess.run(
+            [sys.executable, "-c", convert, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
         for seed in ("1", "2")
     }
     assert outputs == {json.dumps(tutorial_to_json(path)) + "\n"}
@@ -302,9 +307,7 @@ def python_docs() -> Path:
 def rst_pages(python_docs: Path) -> dict[str, dict[str, Any]]:
     """Every reStructuredText page, converted once, by path relative to `_sources`."""
     sources = python_docs / "_sources"
-    return {
-        p.relative_to(sources).as_posix(): tutorial_to_json(p) for p in sorted(sources.rglob("*.rst.txt"))
-    }
+    return {p.relative_to(sources).as_posix(): tutorial_to_json(p) for p in sorted(sources.rglob("*.rst.txt"))}
 
 
 def walk(sections: list[dict[str, Any]], depth: int = 0) -> list[tuple[int, dict[str, Any]]]:
@@ -378,7 +381,9 @@ def test_sphinx_directives_in_the_python_docs(rst_pages: dict[str, dict[str, Any
     sqlite = rst_pages["library/sqlite3.rst.txt"]
     hidden = "[('a', 9), ('b', 12), ('c', 16), ('d', 12), ('e', 9)]"  # a `.. testoutput:: :hide:`
     assert not any(hidden in b["text"] for b in blocks(sqlite, "code"))
-    window = [b["text"] for b in blocks(sqlite, "code") if 'create_window_function("sumint", 1, WindowSumInt)' in b["text"]]
+    window = [
+        b["text"] for b in blocks(sqlite, "code") if 'create_window_function("sumint", 1, WindowSumInt)' in b["text"]
+    ]
     assert len(window) == 1 and window[0].rstrip().endswith("print(cur.fetchall())")  # the `testcode` block, whole
     gui = rst_pages["faq/gui.rst.txt"]  # starts with `:tocdepth: 2`, which is not content
     assert [s["title"] for _, s in walk(gui["sections"])][:2] == [

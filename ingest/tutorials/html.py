@@ -20,10 +20,46 @@ from ingest.tutorials import Event, Heading, build_document, code_block, collaps
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 _BLOCK = {
-    "address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "div", "dl",
-    "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6",
-    "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody",
-    "td", "tfoot", "th", "thead", "tr", "ul",
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "body",
+    "caption",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "ul",
 }
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 #: Elements never read.
@@ -32,8 +68,14 @@ _SKIPPED_TAGS = {"script", "style", "noscript", "template", "nav", "form", "butt
 _CHROME_TAGS = {"header", "footer", "aside"}
 #: Sphinx decorations (permalinks, section numbers, footnote marks and labels) and navigation.
 _SKIPPED_CLASSES = {
-    "headerlink", "section-number", "footnote-reference", "label", "admonition-title",
-    "sphinxsidebar", "related", "footer",
+    "headerlink",
+    "section-number",
+    "footnote-reference",
+    "label",
+    "admonition-title",
+    "sphinxsidebar",
+    "related",
+    "footer",
 }
 #: Sphinx appends "()" to references to functions; like the reStructuredText reader, show the name.
 _FUNCTION_XREFS = {"py-func", "py-meth", "c-func"}
@@ -134,11 +176,7 @@ class _Walker:
     def _skipped(self, node: _Element | str) -> bool:
         if isinstance(node, str):
             return False
-        return (
-            node.tag in _SKIPPED_TAGS
-            or node.tag in self.skipped_tags
-            or bool(node.classes & _SKIPPED_CLASSES)
-        )
+        return node.tag in _SKIPPED_TAGS or node.tag in self.skipped_tags or bool(node.classes & _SKIPPED_CLASSES)
 
     def blocks(self, element: _Element, language: str = "") -> list[Event]:
         """The events of an element's children; runs of inline children become paragraphs."""

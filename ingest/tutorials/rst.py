@@ -72,8 +72,22 @@ _LABELS = {
 }
 #: Directives without arguments whose first line and body are all content.
 _ADMONITIONS = {
-    "attention", "caution", "danger", "error", "hint", "important", "note", "tip", "warning",
-    "seealso", "impl-detail", "epigraph", "highlights", "pull-quote", "compound", "container",
+    "attention",
+    "caution",
+    "danger",
+    "error",
+    "hint",
+    "important",
+    "note",
+    "tip",
+    "warning",
+    "seealso",
+    "impl-detail",
+    "epigraph",
+    "highlights",
+    "pull-quote",
+    "compound",
+    "container",
 }
 #: Directives whose arguments are not text (a condition, a group name): only the body is kept.
 _BODY_ONLY = {"only", "glossary", "hlist"}
@@ -81,10 +95,33 @@ _BODY_ONLY = {"only", "glossary", "hlist"}
 _TITLED = {"rubric", "centered", "admonition", "topic", "sidebar", "table", "list-table", "csv-table"}
 #: Directives with nothing to read: index entries, navigation, metadata, files we cannot follow.
 _SKIPPED = {
-    "index", "toctree", "highlight", "sectionauthor", "moduleauthor", "codeauthor", "module",
-    "currentmodule", "program", "image", "figure", "raw", "include", "literalinclude",
-    "tabularcolumns", "testsetup", "testcleanup", "contents", "sectnum", "meta", "default-role",
-    "role", "rst-class", "audit-event", "audit-event-table", "miscnews", "limited-api-list",
+    "index",
+    "toctree",
+    "highlight",
+    "sectionauthor",
+    "moduleauthor",
+    "codeauthor",
+    "module",
+    "currentmodule",
+    "program",
+    "image",
+    "figure",
+    "raw",
+    "include",
+    "literalinclude",
+    "tabularcolumns",
+    "testsetup",
+    "testcleanup",
+    "contents",
+    "sectnum",
+    "meta",
+    "default-role",
+    "role",
+    "rst-class",
+    "audit-event",
+    "audit-event-table",
+    "miscnews",
+    "limited-api-list",
     "title",
 }
 

@@ -1,4 +1,4 @@
-"""Benchmarks: HumanEval and MBPP problems, their harness programs, pass@k, decontamination."""
+"""Benchmarks: HumanEval and MBPP problems, their harness programs, decontamination."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pkg.benchmarks.base import Problem
 from pkg.benchmarks.decontamination import near_duplicates
 from pkg.benchmarks.humaneval import load_humaneval
 from pkg.benchmarks.mbpp import load_mbpp
-from pkg.benchmarks.passk import mean_pass_at_k, pass_at_k
 from pkg.errors import BenchmarkError
 
 BENCHMARKS = ("humaneval", "mbpp")
@@ -19,15 +18,13 @@ __all__ = [
     "load_benchmark",
     "load_humaneval",
     "load_mbpp",
-    "mean_pass_at_k",
     "near_duplicates",
-    "pass_at_k",
 ]
 
 
 def load_benchmark(name: str, mbpp_path: Path | None = None) -> list[Problem]:
     """The problems of a benchmark: "humaneval" (all 164) or "mbpp" (the sanitized test split;
-    data from `mbpp_path`, else $PKG_MBPP_PATH)."""
+    data from `mbpp_path`, else $PKG_MBPP_PATH, else the packaged copy)."""
     if name == "humaneval":
         return load_humaneval()
     if name == "mbpp":

@@ -37,8 +37,7 @@ def near_duplicates(
         solution = shingles(code)
         shared = Counter(index for shingle in solution for index in postings.get(shingle, ()))
         hits = [
-            (task_id, index, common / (len(solution) + len(corpus[index]) - common))
-            for index, common in shared.items()
+            (task_id, index, common / (len(solution) + len(corpus[index]) - common)) for index, common in shared.items()
         ]
         found += sorted((hit for hit in hits if hit[2] >= threshold), key=lambda hit: (-hit[2], hit[1]))
     return found

@@ -1,4 +1,5 @@
-"""MBPP (Austin et al. 2021), read from its released files: no package ships it."""
+"""MBPP (Austin et al. 2021), read from its released files: the copy shipped in this package
+(data/mbpp/, CC-BY-4.0, see its README.md) or another one given by path."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pkg.benchmarks.base import MBPP, Problem, quiet_parse
 from pkg.errors import BenchmarkError
 
 ENV_PATH = "PKG_MBPP_PATH"
+#: The released files, unchanged, shipped as package data.
+PACKAGED_DIR = Path(__file__).parent / "data" / "mbpp"
 #: The file of each variant, as released.
 FILES = {"full": "mbpp.jsonl", "sanitized": "sanitized-mbpp.json"}
 #: Task ids of each split, as the dataset's README defines them.
@@ -22,7 +25,7 @@ FIELDS = {
     "full": ("task_id", "text", "code", "test_setup_code", "test_list"),
     "sanitized": ("task_id", "prompt", "code", "test_imports", "test_list"),
 }
-MISSING_HINT = f"pass --mbpp-path or set {ENV_PATH} to the folder with mbpp.jsonl / sanitized-mbpp.json"
+MISSING_HINT = f"pass --mbpp-path or set {ENV_PATH} to a folder with mbpp.jsonl / sanitized-mbpp.json"
 
 
 def load_mbpp(path: Path | None = None, split: str = "test", variant: str = "sanitized") -> list[Problem]:
@@ -30,7 +33,8 @@ def load_mbpp(path: Path | None = None, split: str = "test", variant: str = "san
     variant ("full": mbpp.jsonl, "sanitized": sanitized-mbpp.json), in task id order.
 
     `path` is the folder holding the files or the variant's file itself; by default
-    $PKG_MBPP_PATH. The prompt is the task text and the tests, as the MBPP paper shows them.
+    $PKG_MBPP_PATH, else the packaged copy. The prompt is the task text and the tests, as the
+    MBPP paper shows them.
     """
     if variant not in FILES:
         raise BenchmarkError(f"unknown MBPP variant {variant!r}; use {' or '.join(FILES)}")
@@ -43,9 +47,7 @@ def load_mbpp(path: Path | None = None, split: str = "test", variant: str = "san
 
 def _data_file(path: Path | None, variant: str) -> Path:
     if path is None:
-        if not os.environ.get(ENV_PATH):
-            raise BenchmarkError(f"no MBPP data: {MISSING_HINT} (no package ships MBPP)")
-        path = Path(os.environ[ENV_PATH])
+        path = Path(os.environ[ENV_PATH]) if os.environ.get(ENV_PATH) else PACKAGED_DIR
     file = path / FILES[variant] if path.is_dir() else path
     if not file.is_file():
         raise BenchmarkError(f"no MBPP data at {file}: {MISSING_HINT}")

@@ -1,36 +1,88 @@
-"""Embedders: one protocol, one module per provider, and a persistent cache in front of them."""
+"""Embedders: one protocol, one module per provider, and a persistent cache in front of them.
+
+A spec is `KIND` or `KIND:ARGUMENT`; EMBEDDER_KINDS says what each kind takes and builds. An
+embedder's `name` is itself a spec that builds the same embedder, which is how a database's queries
+find the embedder that built it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pkg.embedders.base import Embedder, unit_rows
 from pkg.embedders.cache import CachedEmbedder, EmbeddingCache
 from pkg.errors import ConfigError
 
-DEFAULT_SPEC = "minilm"
-SPEC_HELP = "minilm (default, offline), st:NAME_OR_PATH (any sentence-transformers model), voyage[:MODEL]"
 
-__all__ = ["DEFAULT_SPEC", "SPEC_HELP", "CachedEmbedder", "Embedder", "EmbeddingCache", "make_embedder", "unit_rows"]
+def _minilm(_: str) -> Embedder:
+    from pkg.embedders.sentence_transformer import DEFAULT_MODEL, SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(DEFAULT_MODEL)
+
+
+def _sentence_transformer(model: str) -> Embedder:
+    from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(model)
+
+
+def _voyage(model: str) -> Embedder:
+    from pkg.embedders.voyage import DEFAULT_MODEL, VoyageEmbedder
+
+    return VoyageEmbedder(model or DEFAULT_MODEL)
+
+
+def _openai_compat(model: str) -> Embedder:
+    from pkg.embedders.openai_compat import OpenAICompatEmbedder
+
+    return OpenAICompatEmbedder(model)
+
+
+@dataclass(frozen=True)
+class EmbedderKind:
+    """One kind of spec: the argument it takes (`:X` required, `[:X]` optional, `` none), what it
+    is, how to build it from the argument, and whether queries are embedded apart from documents."""
+
+    argument: str
+    summary: str
+    build: Callable[[str], Embedder]
+    query_differs: bool = False
+
+
+EMBEDDER_KINDS: dict[str, EmbedderKind] = {
+    "minilm": EmbedderKind("", "default, offline", _minilm),
+    "st": EmbedderKind(":NAME_OR_PATH", "any sentence-transformers model", _sentence_transformer),
+    "voyage": EmbedderKind("[:MODEL]", "Voyage AI, key in VOYAGE_API_KEY", _voyage, query_differs=True),
+    "openai-embed": EmbedderKind(
+        ":MODEL", "any OpenAI-compatible /v1/embeddings server at PKG_EMBED_BASE_URL", _openai_compat
+    ),
+}
+DEFAULT_SPEC = "minilm"
+SPEC_HELP = ", ".join(f"{kind}{entry.argument} ({entry.summary})" for kind, entry in EMBEDDER_KINDS.items())
+
+__all__ = [
+    "DEFAULT_SPEC",
+    "EMBEDDER_KINDS",
+    "SPEC_HELP",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbedderKind",
+    "EmbeddingCache",
+    "make_embedder",
+    "unit_rows",
+]
 
 
 def make_embedder(spec: str, cache_dir: Path | None) -> Embedder:
     """Build the embedder a spec names, behind the persistent cache unless cache_dir is None."""
-    kind, _, arg = spec.partition(":")
-    query_differs = False
-    if kind in ("minilm", "st"):
-        from pkg.embedders.sentence_transformer import DEFAULT_MODEL, SentenceTransformerEmbedder
-
-        if kind == "st" and not arg:
-            raise ConfigError("embedder 'st' needs a model: st:NAME_OR_PATH")
-        inner: Embedder = SentenceTransformerEmbedder(arg if kind == "st" else DEFAULT_MODEL)
-    elif kind == "voyage":
-        from pkg.embedders.voyage import DEFAULT_MODEL as VOYAGE_DEFAULT, VoyageEmbedder
-
-        inner = VoyageEmbedder(arg or VOYAGE_DEFAULT)
-        query_differs = True
-    else:
+    kind, _, argument = spec.partition(":")
+    entry = EMBEDDER_KINDS.get(kind)
+    if entry is None:
         raise ConfigError(f"unknown embedder {spec!r}; use {SPEC_HELP}")
+    if entry.argument.startswith(":") and not argument:
+        raise ConfigError(f"embedder {kind!r} needs a model: {kind}{entry.argument}")
+    inner = entry.build(argument)
     if cache_dir is None:
         return inner
-    return CachedEmbedder(inner, EmbeddingCache(cache_dir / "embeddings.sqlite"), query_differs)
+    return CachedEmbedder(inner, EmbeddingCache(cache_dir / "embeddings.sqlite"), entry.query_differs)

@@ -59,7 +59,7 @@ class VoyageEmbedder(Embedder):
                 raise EmbedderError(f"Voyage request failed: {exc}") from exc
             if len(result.embeddings) != len(chunk):
                 raise EmbedderError(f"Voyage returned {len(result.embeddings)} vectors for {len(chunk)} texts")
-            rows.extend(result.embeddings)
+            rows.extend([float(x) for x in row] for row in result.embeddings)
         return unit_rows(np.asarray(rows, dtype=np.float32))
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

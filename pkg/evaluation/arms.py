@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from pkg.embedders import Embedder
 from pkg.errors import ConfigError
-from pkg.stores.base import GraphStore
-from retrieval.search import Mode, Options, retrieve
+from pkg.knowledge_base import KnowledgeBase
+from retrieval.search import Mode, Options
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,9 @@ def parse_arms(spec: str) -> list[str]:
         expanded.extend(n for n in group if n not in expanded)
     unknown = [name for name in expanded if name not in ALL_ARMS]
     if unknown or not expanded:
-        raise ConfigError(f"unknown arm(s) {', '.join(unknown) or spec!r}; choose from {', '.join(ALL_ARMS)}, all, paper")
+        raise ConfigError(
+            f"unknown arm(s) {', '.join(unknown) or spec!r}; choose from {', '.join(ALL_ARMS)}, all, paper"
+        )
     if any(name in DERIVED for name in expanded) and not any(name in GENERATING for name in expanded):
         raise ConfigError("reranked and oracle choose among generating arms; name at least one of those too")
     return expanded
@@ -64,15 +64,13 @@ def parse_arms(spec: str) -> list[str]:
 class Retriever:
     """Context for a query under an arm, from one built PKG."""
 
-    store: GraphStore
-    embedder: Embedder
-    db_dir: Path
+    kb: KnowledgeBase
     k: int = 1
 
     def snippets(self, arm: Arm, query: str) -> list[str]:
         if arm.mode is None:
             return []
-        answer = retrieve(self.store, self.embedder, query, arm.mode, self.k, db_dir=self.db_dir, options=arm.options)
+        answer = self.kb.query(query, arm.mode, self.k, arm.options)
         return [result.pruned_text for result in answer.results]
 
 

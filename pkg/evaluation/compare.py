@@ -10,15 +10,14 @@ from pathlib import Path
 
 from pkg.benchmarks import Problem, load_benchmark
 from pkg.benchmarks.decontamination import near_duplicates
-from pkg.embedders import Embedder
 from pkg.evaluation.arms import DERIVED, GENERATING, RERANKED, RERANKED_EXAMPLES, Retriever
 from pkg.evaluation.corpus import write_corpus
 from pkg.evaluation.report import ArmSummary, write_report
 from pkg.evaluation.run import Record, RunSettings, derive_all, gather_evidence, generate_arm, judge
 from pkg.generators.base import Generator
 from pkg.graph import Label
+from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
-from pkg.stores.base import GraphStore
 from rerank.sandbox import Sandbox
 
 
@@ -31,10 +30,9 @@ class Comparison:
     problems: Sequence[Problem]
     generator: Generator
     sandbox: Sandbox
-    embedder: Embedder
+    kb: KnowledgeBase  # the retrieval PKG, and the embedder of the reranker's similarity
     out_dir: Path
-    store: GraphStore | None = None
-    db_dir: Path | None = None
+    retrieves: bool = True  # whether any arm retrieves (else the PKG is never built nor read)
     k: int = 1
     settings: RunSettings = field(default_factory=RunSettings)
     notes: Sequence[str] = ()
@@ -47,9 +45,7 @@ def load_problems(benchmark: str, mbpp_path: Path | None, limit: int | None) -> 
 
 def build_corpus(
     benchmark: str,
-    store: GraphStore,
-    embedder: Embedder,
-    db_dir: Path,
+    kb: KnowledgeBase,
     mbpp_path: Path | None,
     with_docs: bool,
     corpus: Sequence[Path] = (),
@@ -57,20 +53,20 @@ def build_corpus(
 ) -> dict:
     """Builds (or incrementally updates) the retrieval PKG and its BM25 indexes: from `corpus` when
     given, else from the benchmark's default corpus."""
-    from ingest.build import build
-    from retrieval.lexical import refresh_indexes
+    paths = list(corpus) or write_corpus(benchmark, kb.db_dir / "corpus", mbpp_path, with_docs)
+    built = kb.build(paths, progress=progress)
+    nodes = kb.store.counts().nodes  # the whole corpus, not only what this (incremental) build added
+    return {
+        "files": len(paths),
+        "functions": nodes.get(Label.IMPL.value, 0),
+        "rows": nodes.get(Label.ROW.value, 0),
+        "bm25": built.bm25,
+    }
 
-    paths = list(corpus) or write_corpus(benchmark, db_dir / "corpus", mbpp_path, with_docs)
-    build(paths, store, embedder, progress)
-    documents = refresh_indexes(store, db_dir)
-    nodes = store.counts().nodes  # the whole corpus, not only what this (incremental) build added
-    return {"files": len(paths), "functions": nodes.get(Label.IMPL.value, 0), "rows": nodes.get(Label.ROW.value, 0),
-            "bm25": documents}
 
-
-def decontamination(store: GraphStore, problems: Sequence[Problem]) -> dict:
+def decontamination(kb: KnowledgeBase, problems: Sequence[Problem]) -> dict:
     """Near-duplicates of the benchmark's reference solutions among the corpus's functions and rows."""
-    texts = [text for label in (Label.IMPL, Label.ROW) for _, text in store.texts(label)]
+    texts = [text for label in (Label.IMPL, Label.ROW) for _, text in kb.store.texts(label)]
     found = near_duplicates(texts, {p.task_id: p.canonical_solution for p in problems})
     return {
         "corpus_texts": len(texts),
@@ -84,19 +80,19 @@ def run(c: Comparison, progress: Progress = no_progress) -> list[ArmSummary]:
     """Generates, judges and reports; returns the table's rows."""
     started = time.perf_counter()
     by_id = {p.task_id: p for p in c.problems}
-    retriever = Retriever(c.store, c.embedder, c.db_dir, c.k) if c.store is not None and c.db_dir else None
+    retriever = Retriever(c.kb, c.k) if c.retrieves else None
     generating = [arm for arm in c.arms if arm in GENERATING]
     records: list[Record] = []
     for arm in generating:
         records += generate_arm(arm, c.problems, c.generator, retriever, c.settings, progress)
     judge(records, by_id, c.sandbox, c.settings, progress)
     if any(arm in (RERANKED, RERANKED_EXAMPLES) for arm in c.arms):
-        gather_evidence(records, by_id, c.sandbox, c.embedder, c.settings, RERANKED_EXAMPLES in c.arms, progress)
+        gather_evidence(records, by_id, c.sandbox, c.kb.embedder, c.settings, RERANKED_EXAMPLES in c.arms, progress)
     records += derive_all([arm for arm in c.arms if arm in DERIVED], records, c.problems)
     notes = [
         f"- benchmark: {c.benchmark}, {len(c.problems)} problems; generator: {c.generator.model_id}; "
         f"greedy, max {c.settings.params.max_new_tokens} new tokens",
-        f"- sandbox isolation: {c.sandbox.isolation}; retrieval top-{c.k}; embedder: {c.embedder.name}",
+        f"- sandbox isolation: {c.sandbox.isolation}; retrieval top-{c.k}; embedder: {c.kb.embedder.name}",
         "- reranked: parses → runs alone without raising → most similar to the query (never the tests); "
         "reranked+examples also runs the statement's >>> examples; oracle: first candidate that passes the "
         "hidden tests (an upper bound, never used to pick)",
@@ -105,7 +101,7 @@ def run(c: Comparison, progress: Progress = no_progress) -> list[ArmSummary]:
         "many NoRAG answers passed on the same problems",
         f"- wall time of this report's run: {time.perf_counter() - started:.0f} s (generations come from the cache "
         f"where they exist); the replies took {sum(r.generation_seconds for r in records) / 3600:.1f} h of "
-        "generation when they were made (the table's \"generation s\": per problem)",
+        'generation when they were made (the table\'s "generation s": per problem)',
         *c.notes,
     ]
     title = f"PKG comparison on {c.benchmark}: pass@1 per arm"

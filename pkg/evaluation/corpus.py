@@ -19,18 +19,41 @@ from pkg.errors import ConfigError
 
 #: Standard-library modules of everyday algorithms and text handling.
 STDLIB_MODULES = (
-    "heapq.py", "bisect.py", "statistics.py", "textwrap.py", "string.py", "fractions.py", "difflib.py",
-    "calendar.py", "colorsys.py", "fnmatch.py", "shlex.py", "collections/__init__.py", "functools.py",
+    "heapq.py",
+    "bisect.py",
+    "statistics.py",
+    "textwrap.py",
+    "string.py",
+    "fractions.py",
+    "difflib.py",
+    "calendar.py",
+    "colorsys.py",
+    "fnmatch.py",
+    "shlex.py",
+    "collections/__init__.py",
+    "functools.py",
 )
 #: Pages of the Python documentation (Debian's python3.11-doc) for the JSON-PKG arm.
 DOCS_ROOT = Path("/usr/share/doc/python3.11/html/_sources")
 DOCS_PAGES = (
-    "tutorial/introduction.rst.txt", "tutorial/controlflow.rst.txt", "tutorial/datastructures.rst.txt",
-    "tutorial/inputoutput.rst.txt", "tutorial/errors.rst.txt", "tutorial/classes.rst.txt",
-    "tutorial/stdlib.rst.txt", "tutorial/stdlib2.rst.txt", "library/functions.rst.txt",
-    "library/stdtypes.rst.txt", "library/string.rst.txt", "library/re.rst.txt", "library/math.rst.txt",
-    "library/itertools.rst.txt", "library/collections.rst.txt", "library/heapq.rst.txt",
-    "library/bisect.rst.txt", "library/functools.rst.txt",
+    "tutorial/introduction.rst.txt",
+    "tutorial/controlflow.rst.txt",
+    "tutorial/datastructures.rst.txt",
+    "tutorial/inputoutput.rst.txt",
+    "tutorial/errors.rst.txt",
+    "tutorial/classes.rst.txt",
+    "tutorial/stdlib.rst.txt",
+    "tutorial/stdlib2.rst.txt",
+    "library/functions.rst.txt",
+    "library/stdtypes.rst.txt",
+    "library/string.rst.txt",
+    "library/re.rst.txt",
+    "library/math.rst.txt",
+    "library/itertools.rst.txt",
+    "library/collections.rst.txt",
+    "library/heapq.rst.txt",
+    "library/bisect.rst.txt",
+    "library/functools.rst.txt",
 )
 
 
@@ -51,12 +74,15 @@ def docs_paths(docs_root: Path = DOCS_ROOT) -> list[Path]:
     paths = [docs_root / page for page in DOCS_PAGES]
     missing = [p for p in paths if not p.is_file()]
     if missing:
-        raise ConfigError(f"the Python docs are missing ({missing[0]}): apt-get install python3.11-doc, or pass --no-docs")
+        raise ConfigError(
+            f"the Python docs are missing ({missing[0]}): apt-get install python3.11-doc, or pass --no-docs"
+        )
     return paths
 
 
 def write_corpus(benchmark: str, folder: Path, mbpp_path: Path | None, with_docs: bool = True) -> list[Path]:
-    """Writes the benchmark rows into `folder` and returns every path to build from."""
+    """Writes the benchmark rows into `folder` and returns every path to build from; MBPP comes
+    from `mbpp_path`, else $PKG_MBPP_PATH, else the copy packaged with pkg.benchmarks."""
     folder.mkdir(parents=True, exist_ok=True)
     mbpp_all = load_mbpp(mbpp_path, split="all", variant="full")
     if benchmark == "humaneval":

@@ -26,15 +26,24 @@ def _defines(code: str, name: str) -> bool:
     return re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(", code, re.MULTILINE) is not None
 
 
-def extract_code(reply: str, entry_point: str) -> str:
+def code_from_reply(reply: str, entry_point: str) -> str:
     """The block that defines `entry_point` (the first such), else the first block, sanitized."""
     blocks = code_blocks(reply)
     chosen = next((block for block in blocks if _defines(block, entry_point)), blocks[0])
     return sanitize(chosen)
 
 
-_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
-                ast.AnnAssign, ast.AugAssign, ast.Pass)
+_DEFINITIONS = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Pass,
+)
 
 
 def _only_defines(node: ast.stmt) -> bool:

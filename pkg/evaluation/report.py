@@ -67,7 +67,9 @@ def summarise(records: Sequence[Record], arms: Sequence[str]) -> list[ArmSummary
                 hurt=hurt,
                 reused=len(reusing) if retrieving else None,
                 reused_passed=sum(r.passed for r in reusing) if retrieving else None,
-                reused_baseline=sum(baseline.get(r.task_id, False) for r in reusing) if retrieving and baseline else None,
+                reused_baseline=sum(baseline.get(r.task_id, False) for r in reusing)
+                if retrieving and baseline
+                else None,
                 errors=dict(Counter(r.error_type or "Unknown" for r in group if not r.passed).most_common()),
             )
         )
@@ -104,8 +106,18 @@ def _reused_outcome(row: ArmSummary) -> str:
     return f"{row.reused_passed} ({row.reused_baseline})" if row.reused_baseline is not None else str(row.reused_passed)
 
 
-HEADER = ["arm", "pass@1 %", "passed", "context tokens", "prompt tokens", "generation s", "helped", "hurt",
-          "reused context", "passed if reused (norag)"]
+HEADER = [
+    "arm",
+    "pass@1 %",
+    "passed",
+    "context tokens",
+    "prompt tokens",
+    "generation s",
+    "helped",
+    "hurt",
+    "reused context",
+    "passed if reused (norag)",
+]
 
 
 def markdown_table(rows: Sequence[ArmSummary]) -> str:

@@ -13,10 +13,10 @@ import numpy as np
 from pkg.benchmarks import Problem
 from pkg.embedders import Embedder
 from pkg.evaluation.arms import DERIVED, GENERATING, ORACLE, RERANKED_EXAMPLES, Retriever
-from pkg.evaluation.extract import extract_code
+from pkg.evaluation.extract import code_from_reply
 from pkg.evaluation.prompts import CONTEXT_BUDGET, build_messages, context_block, fit_snippets
 from pkg.evaluation.reuse import reuses_context
-from pkg.generators.base import GenerationParams, Generator
+from pkg.generators.base import GenerationParams, Generator, generate_many
 from pkg.progress import Progress, no_progress
 from rerank.reranker import Evidence, choose, cosine_similarities, parses
 from rerank.sandbox import Limits, Outcome, Sandbox
@@ -73,6 +73,7 @@ class RunSettings:
     test_limits: Limits = field(default_factory=lambda: Limits(timeout_s=10.0))
     run_limits: Limits = field(default_factory=lambda: Limits(timeout_s=10.0))
     context_budget: int = CONTEXT_BUDGET
+    concurrency: int = 1  # generation requests in flight (servers only)
 
 
 def generate_arm(
@@ -83,15 +84,25 @@ def generate_arm(
     settings: RunSettings,
     progress: Progress = no_progress,
 ) -> list[Record]:
-    """The arm's candidate for every problem (from the generation cache where possible)."""
+    """The arm's candidate for every problem (from the generation cache where possible), with up to
+    `settings.concurrency` generation requests in flight."""
     arm = GENERATING[arm_name]
-    records = []
-    for done, problem in enumerate(problems, start=1):
+    fitted = []
+    for problem in problems:
         found = retriever.snippets(arm, problem.query) if arm.mode is not None and retriever else []
-        snippets, truncated = fit_snippets(found, settings.context_budget, generator.count_tokens)
+        fitted.append(fit_snippets(found, settings.context_budget, generator.count_tokens))
+    prompts = [build_messages(problem, snippets) for problem, (snippets, _) in zip(problems, fitted, strict=True)]
+    replies = generate_many(
+        generator,
+        prompts,
+        settings.params,
+        settings.concurrency,
+        lambda done: progress(f"generate {arm_name}", done, len(problems)),
+    )
+    records = []
+    for problem, (snippets, truncated), reply in zip(problems, fitted, replies, strict=True):
         context = context_block(snippets)
-        reply = generator.generate(build_messages(problem, snippets), settings.params)
-        code = extract_code(reply.text, problem.entry_point)
+        code = code_from_reply(reply.text, problem.entry_point)
         records.append(
             Record(
                 task_id=problem.task_id,
@@ -111,7 +122,6 @@ def generate_arm(
                 finish_reason=reply.finish_reason,
             )
         )
-        progress(f"generate {arm_name}", done, len(problems))
     return records
 
 
@@ -217,4 +227,3 @@ def derive_all(arms: Sequence[str], records: Sequence[Record], problems: Sequenc
     for record in records:
         by_task.setdefault(record.task_id, []).append(record)
     return [derive(arm, p.task_id, by_task[p.task_id]) for arm in arms if arm in DERIVED for p in problems]
-

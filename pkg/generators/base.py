@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypedDict
+
+from pkg.errors import ConfigError
 
 
 class Message(TypedDict):
@@ -45,6 +48,8 @@ class Generator(ABC):
 
     #: Identifies the model and its weights in caches and reports.
     model_id: str
+    #: Whether `generate` may be called from several threads at once (a server's client may).
+    concurrent: bool = False
 
     @abstractmethod
     def generate(self, messages: Sequence[Message], params: GenerationParams) -> Completion:
@@ -54,5 +59,43 @@ class Generator(ABC):
         """Tokens of `text` for this model; the base counts words and punctuation as an estimate."""
         return len(_WORDS.findall(text))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a hook: most generators hold nothing to release)
         """Release the model; the default holds nothing."""
+
+
+def require_concurrency(generator: Generator, concurrency: int) -> None:
+    """Refuses more than one request at a time for a generator that answers one at a time."""
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
+    if concurrency > 1 and not generator.concurrent:
+        raise ConfigError(
+            f"{generator.model_id} answers one request at a time; concurrency {concurrency} is for openai: servers"
+        )
+
+
+def generate_many(
+    generator: Generator,
+    prompts: Sequence[Sequence[Message]],
+    params: GenerationParams,
+    concurrency: int = 1,
+    done: Callable[[int], None] | None = None,
+) -> list[Completion]:
+    """One completion per prompt, in the prompts' order, with up to `concurrency` requests in flight;
+    `done(n)` is called, in order, as the first n completions are known."""
+    require_concurrency(generator, concurrency)
+
+    def ask(messages: Sequence[Message]) -> Completion:
+        return generator.generate(messages, params)
+
+    # One at a time stays in this thread, so that an interrupt stops the model at once.
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="generate") if concurrency > 1 else None
+    completions: list[Completion] = []
+    try:
+        for completion in pool.map(ask, prompts) if pool else map(ask, prompts):
+            completions.append(completion)
+            if done:
+                done(len(completions))
+    finally:
+        if pool:  # on a failure, the requests not yet sent are dropped
+            pool.shutdown(cancel_futures=True)
+    return completions

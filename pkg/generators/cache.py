@@ -58,23 +58,28 @@ class GenerationCache:
 
 
 class CachedGenerator(Generator):
-    """Answers from the cache when it can, otherwise asks the model and records the reply."""
+    """Answers from the cache when it can, otherwise asks the model and records the reply; as
+    concurrent as the model it wraps (the cache writes one line at a time)."""
 
     def __init__(self, inner: Generator, cache: GenerationCache) -> None:
         self.inner = inner
         self.cache = cache
         self.model_id = inner.model_id
+        self.concurrent = inner.concurrent
         self.hits = 0
         self.misses = 0
+        self._counting = threading.Lock()
 
     def generate(self, messages: Sequence[Message], params: GenerationParams) -> Completion:
         key = cache_key(self.model_id, messages, params)
         found = self.cache.get(key)
         if found is not None:
-            self.hits += 1
+            with self._counting:
+                self.hits += 1
             return found
         completion = self.inner.generate(messages, params)
-        self.misses += 1
+        with self._counting:
+            self.misses += 1
         self.cache.put(key, completion)
         return completion
 

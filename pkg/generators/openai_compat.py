@@ -22,7 +22,10 @@ def _env(*names: str) -> str | None:
 
 
 class OpenAICompatGenerator(Generator):
-    """POSTs to `<base_url>/chat/completions`; retries transient failures (429, 5xx, network)."""
+    """POSTs to `<base_url>/chat/completions`; retries transient failures (429, 5xx, network). Each
+    request has its own connection, so several threads may generate at once."""
+
+    concurrent = True
 
     def __init__(
         self,

@@ -5,20 +5,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from pkg.errors import EmbedderMismatchError
-from pkg.graph import Edge, Label, Node
-
-
-@dataclass(frozen=True)
-class EmbedderInfo:
-    """Which embedder built a database, and the dimension of its vectors."""
-
-    name: str
-    dim: int
+from pkg.graph import Edge, EmbedderInfo, Label, Node, SourceRecord, Span
+from pkg.schema import TEXT_LABELS, NameNode, NodeRecord
 
 
 @dataclass(frozen=True)
@@ -40,16 +32,12 @@ class FunctionRef:
     row: int | None
     start_line: int
     end_line: int
-    lang: str  # the language the function is written in ("python", or a key of ingest.languages)
+    lang: str  # the language the function is written in ("python", or a key of pkg.code.languages)
 
-
-@dataclass(frozen=True)
-class Span:
-    """A directly nested block of a node: its id and line span (source coordinates)."""
-
-    id: str
-    start_line: int
-    end_line: int
+    @classmethod
+    def of(cls, name: NameNode, impl_id: str) -> FunctionRef:
+        """The function of a NAME node and its IMPL."""
+        return cls(name.id, impl_id, name.name, name.source, name.row, name.start_line, name.end_line, name.lang)
 
 
 @dataclass(frozen=True)
@@ -66,29 +54,13 @@ class NodeContext:
 
 
 @dataclass(frozen=True)
-class StoredNode:
-    """A node as read back: label and properties, without its vector."""
+class CallEdge:
+    """A CALLS edge seen from one end: the NAME asked about, the NAME at the other end, the call."""
 
-    id: str
-    label: Label
-    props: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class SourceRecord:
-    """A file the graph was built from, with the fingerprint (content and settings) it was built at."""
-
-    path: str
-    fingerprint: str
-
-
-@dataclass(frozen=True)
-class GraphSnapshot:
-    """A whole graph as plain data, to compare two databases (vectors rounded to 5 decimals)."""
-
-    nodes: dict[str, tuple[str, dict[str, Any], tuple[float, ...]]]
-    edges: set[tuple[str, str, str]]
-    sources: dict[str, str]
+    name_id: str
+    other_id: str
+    line: int
+    resolution: str
 
 
 @dataclass(frozen=True)
@@ -132,7 +104,7 @@ class GraphStore(ABC):
     @abstractmethod
     def replace_sources(self, records: Sequence[SourceRecord], nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
         """In one transaction: drop every node of the records' sources, write the nodes and edges,
-        and remember the records. Every node carries its source path in props["source"]."""
+        and remember the records. Every node carries its source path in its "source" property."""
 
     @abstractmethod
     def delete_sources(self, paths: Sequence[str]) -> None:
@@ -156,8 +128,32 @@ class GraphStore(ABC):
         return [(found[h.id], h.score) for h in hits]
 
     @abstractmethod
-    def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
-        """Nodes of any label, in the order of ids (unknown ids are skipped)."""
+    def find_functions(self, name: str | None, source: str | None, limit: int) -> list[str]:
+        """IMPL ids of at most `limit` functions, by file, row and line: those whose qualified name is
+        `name` or ends with "." + name, in files whose path is `source` or ends with "/" + source
+        (None matches any)."""
+
+    @abstractmethod
+    def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
+        """Nodes of any label as their typed records, in the order of ids (unknown ids are skipped)."""
+
+    @abstractmethod
+    def label_records(self, label: Label) -> list[NodeRecord]:
+        """Every node of a label as its typed record, by id (the tables of the linking pass)."""
+
+    @abstractmethod
+    def replace_links(self, edges: Sequence[Edge]) -> None:
+        """In one transaction: drop every edge the linking pass computes (CALLS, INHERITS, FILE→FILE
+        IMPORTS) and write these instead."""
+
+    @abstractmethod
+    def calls(self, name_ids: Sequence[str], callers: bool) -> list[CallEdge]:
+        """The CALLS edges out of (with `callers`, into) the NAME nodes, by NAME id, line and other id."""
+
+    @abstractmethod
+    def file_contents(self, source: str) -> list[tuple[str, str]]:
+        """The CONTAINS edges (container id, contained id) of the files whose path is `source` or ends
+        with "/" + source, by container then contained id."""
 
     @abstractmethod
     def adjacent_chunks(self, ids: Sequence[str], following: bool) -> dict[str, str]:
@@ -166,12 +162,8 @@ class GraphStore(ABC):
 
     @abstractmethod
     def texts(self, label: Label) -> list[tuple[str, str]]:
-        """(id, text) of every node of a label with a text (ROW, IMPL or CHUNK), by id: the documents
-        of the lexical indexes."""
-
-    @abstractmethod
-    def snapshot(self) -> GraphSnapshot:
-        """Everything in the graph (loads it all: for checks and tests on small graphs)."""
+        """(id, text) of every node of a label of TEXT_LABELS, by id: the documents of the lexical
+        indexes (ValueError for another label)."""
 
     @abstractmethod
     def counts(self) -> GraphCounts:
@@ -201,6 +193,7 @@ class GraphStore(ABC):
         self.close()
 
 
-def rounded(vector: Any) -> tuple[float, ...]:
-    """A vector as a tuple rounded to 5 decimals, comparable across stores."""
-    return tuple(round(float(x), 5) for x in vector)
+def require_text_label(label: Label) -> None:
+    """ValueError unless nodes of the label have a text (TEXT_LABELS)."""
+    if label not in TEXT_LABELS:
+        raise ValueError(f"{label.value} nodes have no text")

@@ -13,22 +13,21 @@ from threadpoolctl import ThreadpoolController
 
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import Edge, Label, Node, Rel
+from pkg.schema import BlockNode, CodeNode, ImplNode, NameNode, NodeRecord, expect, node_record
 from pkg.stores.base import (
+    CallEdge,
     EmbedderInfo,
     FunctionRef,
     GraphCounts,
-    GraphSnapshot,
     GraphStore,
     Hit,
     NodeContext,
     SourceRecord,
-    Span,
-    StoredNode,
-    rounded,
+    require_text_label,
 )
 
 DB_FILE = "pkg.sqlite"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: edges have properties
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS nodes (
@@ -37,7 +36,7 @@ CREATE TABLE IF NOT EXISTS nodes (
 CREATE INDEX IF NOT EXISTS nodes_by_label ON nodes (label);
 CREATE INDEX IF NOT EXISTS nodes_by_source ON nodes (source);
 CREATE TABLE IF NOT EXISTS edges (
-    src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, PRIMARY KEY (src, type, dst)
+    src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, props TEXT, PRIMARY KEY (src, type, dst)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS edges_by_dst ON edges (dst, type);
 CREATE TABLE IF NOT EXISTS sources (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID;
@@ -45,6 +44,26 @@ CREATE TABLE IF NOT EXISTS sources (path TEXT PRIMARY KEY, fingerprint TEXT NOT 
 _DROP_SOURCE_EDGES = """
 DELETE FROM edges WHERE src IN (SELECT id FROM nodes WHERE source = ?1)
     OR dst IN (SELECT id FROM nodes WHERE source = ?1)
+"""
+# The edges the linking pass computes: CALLS, INHERITS, and IMPORTS between files.
+_UNLINK = """
+DELETE FROM edges WHERE type IN ('CALLS', 'INHERITS')
+    OR (type = 'IMPORTS' AND dst IN (SELECT id FROM nodes WHERE label = 'FILE'))
+"""
+# Suffixes compared with substr, not LIKE: names hold "_", a LIKE wildcard.
+_FIND_FUNCTIONS = """
+SELECT e.dst FROM nodes n JOIN edges e ON e.src = n.id AND e.type = ?3
+WHERE n.label = 'NAME'
+    AND (?1 IS NULL OR json_extract(n.props, '$.name') = ?1
+         OR substr(json_extract(n.props, '$.name'), -length(?1) - 1) = '.' || ?1)
+    AND (?2 IS NULL OR n.source = ?2 OR substr(n.source, -length(?2) - 1) = '/' || ?2)
+ORDER BY n.source, coalesce(json_extract(n.props, '$.row'), 0), json_extract(n.props, '$.start_line'), n.id
+LIMIT ?4
+"""
+_FILE_CONTENTS = """
+SELECT e.src, e.dst FROM nodes n JOIN edges e ON e.src = n.id AND e.type = ?2
+WHERE n.label IN ('FILE', 'CLASS') AND (n.source = ?1 OR substr(n.source, -length(?1) - 1) = '/' || ?1)
+ORDER BY e.src, e.dst
 """
 _CHUNK = 500  # ids per IN (...) list, below SQLite's bound-parameter limit
 
@@ -80,6 +99,11 @@ class EmbeddedStore(GraphStore):
                 self._db.executescript(_SCHEMA)
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
             version = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+            if version == "2":  # format 2 differs only in its edges, which had no properties
+                with self._db:
+                    self._db.execute("ALTER TABLE edges ADD COLUMN props TEXT")
+                    self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
+                version = SCHEMA_VERSION
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the database in {directory}: {exc}") from exc
         if version != SCHEMA_VERSION:
@@ -156,7 +180,10 @@ class EmbeddedStore(GraphStore):
             for n in nodes
         ]
         self._db.executemany("INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?)", node_rows)
-        self._db.executemany("INSERT OR IGNORE INTO edges VALUES (?, ?, ?)", [(e.src, e.type.value, e.dst) for e in edges])
+        self._db.executemany(
+            "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
+            [(e.src, e.type.value, e.dst, json.dumps(e.props, sort_keys=True) if e.props else None) for e in edges],
+        )
 
     # -- reads ------------------------------------------------------------------------------
     def _current_data_version(self) -> int:
@@ -191,8 +218,8 @@ class EmbeddedStore(GraphStore):
         top = top[np.lexsort((top, -scores[top]))]  # by score, ties by position for determinism
         return [Hit(ids[i], float(scores[i])) for i in top]
 
-    def _props(self, ids: Iterable[str]) -> dict[str, tuple[Label, dict]]:
-        found: dict[str, tuple[Label, dict]] = {}
+    def _records(self, ids: Iterable[str]) -> dict[str, NodeRecord]:
+        found: dict[str, NodeRecord] = {}
         id_list = list(dict.fromkeys(ids))
         for start in range(0, len(id_list), _CHUNK):
             chunk = id_list[start : start + _CHUNK]
@@ -200,7 +227,7 @@ class EmbeddedStore(GraphStore):
             for node_id, label, props in self._db.execute(
                 f"SELECT id, label, props FROM nodes WHERE id IN ({marks})", chunk
             ):
-                found[node_id] = (Label(label), json.loads(props))
+                found[node_id] = node_record(node_id, Label(label), json.loads(props))
         return found
 
     def _targets(self, ids: Sequence[str], rel: Rel) -> dict[str, list[str]]:
@@ -226,50 +253,67 @@ class EmbeddedStore(GraphStore):
         return names
 
     def contexts(self, ids: Sequence[str]) -> list[NodeContext]:
-        nodes = {i: v for i, v in self._props(ids).items() if v[0] in (Label.IMPL, Label.BLOCK)}
-        impl_of = {i: (i if label is Label.IMPL else props["impl_id"]) for i, (label, props) in nodes.items()}
-        name_of = self._names_of(sorted(set(impl_of.values())))
+        code: dict[str, CodeNode] = {i: r for i, r in self._records(ids).items() if isinstance(r, ImplNode | BlockNode)}
+        name_of = self._names_of(sorted({node.impl_id for node in code.values()}))
         children: dict[str, list[str]] = {}
-        for label, rel in ((Label.IMPL, Rel.HAS_BLOCK), (Label.BLOCK, Rel.PARENT)):
-            children.update(self._targets([i for i, v in nodes.items() if v[0] is label], rel))
-        related = self._props([*impl_of.values(), *name_of.values(), *(c for cs in children.values() for c in cs)])
+        for kind, rel in ((ImplNode, Rel.HAS_BLOCK), (BlockNode, Rel.PARENT)):
+            children.update(self._targets([i for i, node in code.items() if isinstance(node, kind)], rel))
+        related = self._records([*name_of.values(), *(c for cs in children.values() for c in cs)])
         result = []
         for node_id in ids:
-            if node_id not in nodes:
+            if node_id not in code:
                 continue
-            label, props = nodes[node_id]
-            impl_id = impl_of[node_id]
-            name_id = name_of[impl_id]
-            name = related[name_id][1]
+            node = code[node_id]
             spans = sorted(
-                (Span(c, related[c][1]["start_line"], related[c][1]["end_line"]) for c in children[node_id]),
-                key=lambda s: s.start_line,
+                (expect(related[c], BlockNode).span() for c in children[node_id]), key=lambda s: s.start_line
             )
             result.append(
                 NodeContext(
                     id=node_id,
-                    label=label,
-                    text=props["text"],
-                    start_line=props["start_line"],
-                    end_line=props["end_line"],
-                    function=FunctionRef(
-                        name_id=name_id,
-                        impl_id=impl_id,
-                        name=name["name"],
-                        source=name["source"],
-                        row=name.get("row"),
-                        start_line=name["start_line"],
-                        end_line=name["end_line"],
-                        lang=name["lang"],
-                    ),
+                    label=node.LABEL,
+                    text=node.text,
+                    start_line=node.start_line,
+                    end_line=node.end_line,
+                    function=FunctionRef.of(expect(related[name_of[node.impl_id]], NameNode), node.impl_id),
                     children=tuple(spans),
                 )
             )
         return result
 
-    def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
-        found = self._props(ids)
-        return [StoredNode(i, *found[i]) for i in ids if i in found]
+    def find_functions(self, name: str | None, source: str | None, limit: int) -> list[str]:
+        rows = self._db.execute(_FIND_FUNCTIONS, [name, source, Rel.HAS_IMPL.value, limit])
+        return [impl_id for (impl_id,) in rows]
+
+    def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
+        found = self._records(ids)
+        return [found[i] for i in ids if i in found]
+
+    def label_records(self, label: Label) -> list[NodeRecord]:
+        rows = self._db.execute("SELECT id, props FROM nodes WHERE label = ? ORDER BY id", [label.value])
+        return [node_record(node_id, label, json.loads(props)) for node_id, props in rows]
+
+    def replace_links(self, edges: Sequence[Edge]) -> None:
+        def work() -> None:
+            self._db.execute(_UNLINK)
+            self._insert([], edges)
+
+        self._transaction(work)
+
+    def calls(self, name_ids: Sequence[str], callers: bool) -> list[CallEdge]:
+        near, far = ("dst", "src") if callers else ("src", "dst")
+        found: list[CallEdge] = []
+        for start in range(0, len(name_ids), _CHUNK):
+            chunk = list(name_ids[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            statement = f"SELECT {near}, {far}, props FROM edges WHERE type = ? AND {near} IN ({marks})"
+            rows = self._db.execute(statement, [Rel.CALLS.value, *chunk])
+            for name_id, other_id, props in rows:
+                values = json.loads(props)
+                found.append(CallEdge(name_id, other_id, values["line"], values["resolution"]))
+        return sorted(found, key=lambda c: (c.name_id, c.line, c.other_id))
+
+    def file_contents(self, source: str) -> list[tuple[str, str]]:
+        return [(src, dst) for src, dst in self._db.execute(_FILE_CONTENTS, [source, Rel.CONTAINS.value])]
 
     def adjacent_chunks(self, ids: Sequence[str], following: bool) -> dict[str, str]:
         near, far = ("src", "dst") if following else ("dst", "src")
@@ -284,20 +328,9 @@ class EmbeddedStore(GraphStore):
         return adjacent
 
     def texts(self, label: Label) -> list[tuple[str, str]]:
+        require_text_label(label)
         rows = self._db.execute("SELECT id, props FROM nodes WHERE label = ? ORDER BY id", [label.value])
         return [(node_id, json.loads(props)["text"]) for node_id, props in rows]
-
-    def snapshot(self) -> GraphSnapshot:
-        nodes = {
-            node_id: (
-                label,
-                {k: v for k, v in json.loads(props).items() if v is not None},
-                rounded(np.frombuffer(vector, dtype=np.float32)) if vector else (),
-            )
-            for node_id, label, props, vector in self._db.execute("SELECT id, label, props, vector FROM nodes")
-        }
-        edges = set(self._db.execute("SELECT src, type, dst FROM edges").fetchall())
-        return GraphSnapshot(nodes, edges, self.sources())
 
     def counts(self) -> GraphCounts:
         nodes = dict(self._db.execute("SELECT label, count(*) FROM nodes GROUP BY label ORDER BY label").fetchall())

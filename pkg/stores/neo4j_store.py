@@ -1,6 +1,7 @@
 """A Neo4j 5.26 store: one label per node kind, one HNSW vector index per embedded label.
 
-Every statement lives in queries/<name>.cypher and takes its values as parameters.
+Every statement lives in queries/<name>.cypher and takes its values as parameters; the statements of
+each label are rendered from one template over the labels of the schema table (queries.template).
 """
 
 from __future__ import annotations
@@ -17,20 +18,20 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 
 from pkg.errors import ConfigError, StoreError, StoreUnavailableError
 from pkg.graph import EMBEDDED_LABELS, Edge, Label, Node, Rel
+from pkg.schema import NODE_RECORDS, NameNode, NodeRecord, node_record
 from pkg.stores.base import (
+    CallEdge,
     EmbedderInfo,
     FunctionRef,
     GraphCounts,
-    GraphSnapshot,
     GraphStore,
     Hit,
     NodeContext,
     SourceRecord,
     Span,
-    StoredNode,
-    rounded,
+    require_text_label,
 )
-from queries import cypher
+from queries import cypher, template
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"
 DEFAULT_USER = "neo4j"
@@ -58,9 +59,25 @@ WRITERS = 2
 #: Least number of neighbours asked of the HNSW index: recall@10 measured on 6k-9k MiniLM vectors
 #: of standard-library code is 0.89-0.98 when asking for just 10, 0.998 or more from 100.
 MIN_CANDIDATES = 100
-#: Vector index of each embedded label, as named in queries/vector_index_<label>.cypher.
+#: The schema objects of each label, by the names existing databases know them by: the uniqueness
+#: constraint on id, the index on source and (embedded labels) the vector index.
+CONSTRAINT_NAMES: dict[Label, str] = {label: f"{label.value.lower()}_id" for label in NODE_RECORDS}
+SOURCE_INDEX_NAMES: dict[Label, str] = {label: f"{label.value.lower()}_source" for label in NODE_RECORDS}
 INDEX_NAMES: dict[Label, str] = {label: f"{label.value.lower()}_embedding" for label in EMBEDDED_LABELS}
-_LINKS: dict[Rel, str] = {rel: f"link_{rel.value.lower()}" for rel in Rel}
+#: The statement that writes each relationship type: its endpoints' labels (and properties) differ.
+LINKS: dict[Rel, str] = {
+    Rel.HAS_IMPL: "link_has_impl",
+    Rel.HAS_BLOCK: "link_has_block",
+    Rel.PARENT: "link_parent",
+    Rel.NEXT: "link_next",
+    Rel.JSON_CHILD: "link_json_child",
+    Rel.CONTAINS: "link_contains",
+    Rel.CALLS: "link_calls",
+    Rel.IMPORTS: "link_imports",
+    Rel.INHERITS: "link_inherits",
+}
+#: The statement that answers nearest_contexts() for each code label in one round trip.
+NEAREST: dict[Label, str] = {Label.IMPL: "nearest_impl", Label.BLOCK: "nearest_block"}
 
 T = TypeVar("T")
 
@@ -125,9 +142,13 @@ class Neo4jStore(GraphStore):
         self._embedder: EmbedderInfo | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _run(self, name: str, **params: Any) -> list[Record]:
-        """Run one named statement in its own transaction and return its records."""
-        return self._guarded(lambda: self._driver.execute_query(cypher(name), params, database_=self.database).records)
+    def _run(self, name: str, /, **params: Any) -> list[Record]:
+        """Run queries/<name>.cypher in its own transaction and return its records."""
+        return self._execute(cypher(name), **params)
+
+    def _execute(self, statement: str, /, **params: Any) -> list[Record]:
+        """Run a statement in its own transaction and return its records."""
+        return self._guarded(lambda: self._driver.execute_query(statement, params, database_=self.database).records)
 
     def _guarded(self, work: Callable[[], T]) -> T:
         """Run work against the server, turning driver failures into store errors."""
@@ -141,18 +162,19 @@ class Neo4jStore(GraphStore):
     def _ensure_constraints(self) -> None:
         """Create the uniqueness constraints on id (once per connection; no-ops if they exist)."""
         if not self._constraints_ready:
-            names = ["constraint_meta", "constraint_source"]
-            names += [f"{kind}_{label.value.lower()}" for label in Label for kind in ("constraint", "index_source")]
-            for name in names:
-                self._run(name)
+            self._run("constraint_meta")
+            self._run("constraint_source")
+            for label in NODE_RECORDS:
+                self._execute(template("constraint_id", label=label.value, name=CONSTRAINT_NAMES[label]))
+                self._execute(template("index_source", label=label.value, name=SOURCE_INDEX_NAMES[label]))
             self._constraints_ready = True
 
     def _ensure_vector_indexes(self, dim: int) -> None:
         """Create the missing vector indexes for vectors of `dim` and wait until they are online."""
         self._ensure_constraints()
         for label in EMBEDDED_LABELS:
-            self._run(
-                f"vector_index_{label.value.lower()}",
+            self._execute(
+                template("vector_index", label=label.value, name=INDEX_NAMES[label]),
                 dim=dim,
                 m=HNSW_M,
                 ef_construction=HNSW_EF_CONSTRUCTION_PATHVALUE if label is Label.PATHVALUE else HNSW_EF_CONSTRUCTION,
@@ -187,11 +209,11 @@ class Neo4jStore(GraphStore):
 
     def replace_sources(self, records: Sequence[SourceRecord], nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
         rows = [{"path": r.path, "fingerprint": r.fingerprint} for r in records]
-        drop = ("delete_sources", {"paths": [r.path for r in records]})
-        self._transact(nodes, edges, before=[drop], after=[("sources_write", {"rows": rows})])
+        drop = (cypher("delete_sources"), {"paths": [r.path for r in records]})
+        self._transact(nodes, edges, before=[drop], after=[(cypher("sources_write"), {"rows": rows})])
 
     def delete_sources(self, paths: Sequence[str]) -> None:
-        self._transact([], [], before=[("delete_sources", {"paths": list(paths)})])
+        self._transact([], [], before=[(cypher("delete_sources"), {"paths": list(paths)})])
 
     def _transact(
         self,
@@ -200,23 +222,23 @@ class Neo4jStore(GraphStore):
         before: Sequence[tuple[str, dict[str, Any]]] = (),
         after: Sequence[tuple[str, dict[str, Any]]] = (),
     ) -> None:
-        """In one transaction: the `before` statements, all nodes then all edges in batched UNWIND
-        statements, the `after` statements."""
+        """In one transaction: the `before` statements (with their parameters), all nodes then all edges
+        in batched UNWIND statements, the `after` statements."""
         self._ensure_constraints()
         vector = next((n.vector for n in nodes if n.vector is not None), None)
         if vector is not None and not self._indexed:  # written without a recorded embedder
             self._ensure_vector_indexes(len(vector))
 
         def work(tx: ManagedTransaction) -> None:
-            for name, params in before:
-                tx.run(cypher(name), params).consume()
+            for statement, params in before:
+                tx.run(statement, params).consume()
             # Not consumed one by one: each batch is built, packed and sent before waiting for the
             # server to finish the previous one. The commit collects the results and raises the
             # first failure.
-            for name, rows in _batches(nodes, edges):
-                tx.run(cypher(name), rows=rows)
-            for name, params in after:
-                tx.run(cypher(name), params).consume()
+            for statement, rows in _batches(nodes, edges):
+                tx.run(statement, rows=rows)
+            for statement, params in after:
+                tx.run(statement, params).consume()
 
         if nodes or edges or before or after:
             self._guarded(lambda: self._execute_write(work))
@@ -232,12 +254,12 @@ class Neo4jStore(GraphStore):
             self._indexed.add(label)
         return label in self._indexed
 
-    def _nearest(self, statement: str, label: Label, query: np.ndarray, k: int) -> list[Record]:
-        """Run a statement that takes a label's $k nearest nodes to $vector from its $index."""
+    def _nearest(self, name: str, label: Label, query: np.ndarray, k: int) -> list[Record]:
+        """Run queries/<name>.cypher, which takes a label's $k nearest nodes to $vector from its $index."""
         if k <= 0 or not self._has_index(label):
             return []
         vector = np.asarray(query, dtype=np.float32).tolist()
-        return self._run(statement, index=INDEX_NAMES[label], k=k, candidates=max(k, MIN_CANDIDATES), vector=vector)
+        return self._run(name, index=INDEX_NAMES[label], k=k, candidates=max(k, MIN_CANDIDATES), vector=vector)
 
     def search(self, label: Label, query: np.ndarray, k: int) -> list[Hit]:
         return [Hit(r["id"], _cosine(r["score"])) for r in self._nearest("search", label, query, k)]
@@ -248,18 +270,35 @@ class Neo4jStore(GraphStore):
         return [_context(r) for r in self._run("contexts", ids=list(ids))]
 
     def nearest_contexts(self, label: Label, query: np.ndarray, k: int) -> list[tuple[NodeContext, float]]:
-        """One statement (queries/nearest_<label>.cypher): a round trip less than search then contexts."""
-        if label not in (Label.IMPL, Label.BLOCK):
+        """One statement (NEAREST): a round trip less than search then contexts."""
+        if label not in NEAREST:
             raise ValueError(f"{label.value} nodes have no code context")
-        records = self._nearest(f"nearest_{label.value.lower()}", label, query, k)
+        records = self._nearest(NEAREST[label], label, query, k)
         return [(_context(r), _cosine(r["score"])) for r in records]
 
-    def nodes(self, ids: Sequence[str]) -> list[StoredNode]:
+    def find_functions(self, name: str | None, source: str | None, limit: int) -> list[str]:
+        return [r["id"] for r in self._run("find_functions", name=name, source=source, limit=limit)]
+
+    def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
         if not ids:
             return []
-        records = self._run("nodes", ids=list(ids))
-        return [StoredNode(r["id"], Label(r["label"]), {k: v for k, v in r["props"].items() if k != "embedding"})
-                for r in records]
+        return [node_record(r["id"], Label(r["label"]), r["props"]) for r in self._run("nodes", ids=list(ids))]
+
+    def calls(self, name_ids: Sequence[str], callers: bool) -> list[CallEdge]:
+        if not name_ids:
+            return []
+        records = self._run("callers" if callers else "callees", ids=list(name_ids))
+        return [CallEdge(r["name_id"], r["other_id"], r["line"], r["resolution"]) for r in records]
+
+    def file_contents(self, source: str) -> list[tuple[str, str]]:
+        return [(r["src"], r["dst"]) for r in self._run("file_contents", source=source)]
+
+    def label_records(self, label: Label) -> list[NodeRecord]:
+        records = self._execute(template("label_nodes", label=label.value))
+        return [node_record(r["id"], label, r["props"]) for r in records]
+
+    def replace_links(self, edges: Sequence[Edge]) -> None:
+        self._transact([], edges, before=[(cypher("unlink"), {})])
 
     def adjacent_chunks(self, ids: Sequence[str], following: bool) -> dict[str, str]:
         if not ids:
@@ -268,16 +307,8 @@ class Neo4jStore(GraphStore):
         return {r["id"]: r["neighbour"] for r in records}
 
     def texts(self, label: Label) -> list[tuple[str, str]]:
-        return [(r["id"], r["text"]) for r in self._run(f"texts_{label.value.lower()}")]
-
-    def snapshot(self) -> GraphSnapshot:
-        nodes = {
-            r["id"]: (r["label"], {k: v for k, v in r["props"].items() if k not in ("id", "embedding")},
-                      rounded(r["props"].get("embedding") or ()))
-            for r in self._run("snapshot_nodes")
-        }
-        edges = {(r["src"], r["type"], r["dst"]) for r in self._run("snapshot_edges")}
-        return GraphSnapshot(nodes, edges, self.sources())
+        require_text_label(label)
+        return [(r["id"], r["text"]) for r in self._execute(template("texts", label=label.value))]
 
     def counts(self) -> GraphCounts:
         record = self._run("counts")[0]
@@ -319,10 +350,11 @@ def _batches(nodes: Sequence[Node], edges: Sequence[Edge]) -> Iterator[tuple[str
         by_type[e.type].append(e)
     for label, group in by_label.items():
         for start in range(0, len(group), BATCH):
-            yield f"merge_{label.value.lower()}", _Rows(map(_node_row, group[start : start + BATCH]))
+            yield template("merge_nodes", label=label.value), _Rows(map(_node_row, group[start : start + BATCH]))
     for rel, typed in by_type.items():
         for start in range(0, len(typed), BATCH):
-            yield _LINKS[rel], _Rows({"src": e.src, "dst": e.dst} for e in typed[start : start + BATCH])
+            rows = _Rows({"src": e.src, "dst": e.dst, **e.props} for e in typed[start : start + BATCH])
+            yield cypher(LINKS[rel]), rows
 
 
 def _cosine(score: float) -> float:
@@ -338,15 +370,6 @@ def _context(record: Record) -> NodeContext:
         text=record["text"],
         start_line=record["start_line"],
         end_line=record["end_line"],
-        function=FunctionRef(
-            name_id=name["id"],
-            impl_id=record["impl_id"],
-            name=name["name"],
-            source=name["source"],
-            row=name["row"],
-            start_line=name["start_line"],
-            end_line=name["end_line"],
-            lang=name["lang"],
-        ),
+        function=FunctionRef.of(NameNode.from_props(name["id"], name), record["impl_id"]),
         children=tuple(Span(c["id"], c["start_line"], c["end_line"]) for c in record["children"]),
     )

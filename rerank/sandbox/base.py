@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+
 class SandboxWarning(UserWarning):
     """Candidates run with weaker isolation than asked for."""
 

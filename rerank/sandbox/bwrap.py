@@ -56,9 +56,10 @@ class BwrapSandbox(WorkerPool):
         max_tasks: int = 64,
     ) -> None:
         count = workers or os.cpu_count() or 1
-        self._bwrap = shutil.which("bwrap")
-        if self._bwrap is None:
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
             raise SandboxError("bwrap (bubblewrap) is not installed")
+        self._bwrap: str = bwrap
         root = os.geteuid() == 0
         self._setpriv = shutil.which("setpriv") if root else None
         if root and self._setpriv is None:
@@ -85,7 +86,7 @@ class BwrapSandbox(WorkerPool):
 
     def _spawn(self, index: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
         uid = self.uids[index]
-        drop = [self._setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if self._setpriv else []
+        drop: list[str] = [self._setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] if self._setpriv else []
         command = [
             *drop, self._bwrap,
             "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 
-def kill_until_gone(victims: Callable[[], list[int]], seconds: float) -> None:
+def kill_until_gone(victims: Callable[[], Collection[int]], seconds: float) -> None:
     """SIGKILL every pid `victims()` lists, again and again, until it lists none or `seconds` pass."""
     give_up = time.monotonic() + seconds
     while (pids := victims()) and time.monotonic() < give_up:

@@ -16,6 +16,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -177,15 +178,18 @@ class WorkerPool(Sandbox):
         try:
             for index in range(workers):
                 worker = _Worker(
-                    lambda log, i=index: self._spawner.submit(self._spawn, i, log).result(),
-                    lambda i=index: self._cleanup(i),
-                    lambda i=index: self._oom_kills(i),
+                    partial(self._spawn_on_spawner, index),
+                    partial(self._cleanup, index),
+                    partial(self._oom_kills, index),
                 )
                 self._workers.append(worker)
                 self._idle.put(worker)
         except SandboxError:
             self.close()
             raise
+
+    def _spawn_on_spawner(self, index: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
+        return self._spawner.submit(self._spawn, index, log).result()
 
     @abstractmethod
     def _spawn(self, index: int, log: IO[bytes]) -> subprocess.Popen[bytes]:

@@ -61,7 +61,7 @@ class WeakSandbox(WorkerPool):
     def _spawn(self, index: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
         uid = self.uids[index]
         identity = {"user": uid, "group": uid, "extra_groups": []} if self._root else {}
-        return subprocess.Popen(
+        return subprocess.Popen(  # type: ignore[call-overload]  # identity: user/group/extra_groups when root
             [self._interpreter, "-I", "-c", WORKER_SOURCE, "descendants"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -69,7 +69,7 @@ class WeakSandbox(WorkerPool):
             env={},
             cwd="/",
             start_new_session=True,
-            **identity,  # type: ignore[arg-type]
+            **identity,
         )
 
     def _cleanup(self, index: int) -> None:

@@ -24,8 +24,24 @@ import traceback
 
 #: Imported before forking, so that candidates start fast.
 PRELOAD = (
-    "math", "json", "collections", "itertools", "functools", "heapq", "bisect", "string", "typing", "hashlib",
-    "statistics", "fractions", "decimal", "datetime", "random", "operator", "copy", "re",
+    "math",
+    "json",
+    "collections",
+    "itertools",
+    "functools",
+    "heapq",
+    "bisect",
+    "string",
+    "typing",
+    "hashlib",
+    "statistics",
+    "fractions",
+    "decimal",
+    "datetime",
+    "random",
+    "operator",
+    "copy",
+    "re",
 )
 for _name in PRELOAD:
     __import__(_name)
@@ -81,7 +97,7 @@ def send(fd: int, message: dict) -> None:
     body = json.dumps(message).encode()
     view = memoryview(HEADER.pack(len(body)) + body)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def run(program: str, limits: dict, scope: str) -> dict:
@@ -130,8 +146,9 @@ def child(program: str, limits: dict, workdir: str, out_w: int, res_w: int) -> N
     os.dup2(out_w, 2)
     os.dup2(res_w, RESULT_FD, inheritable=False)
     os.closerange(RESULT_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
-    sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)
+    # also the __std*__ originals: a program that restores them must still write to our pipes
+    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)  # type: ignore[misc]
     # the program may rebind anything it can reach: keep what reporting needs
     me, getpid, write, exit_now, dumps = os.getpid(), os.getpid, os.write, os._exit, json.dumps
     report: dict = {"ok": True}
@@ -143,7 +160,9 @@ def child(program: str, limits: dict, workdir: str, out_w: int, res_w: int) -> N
         report = describe(exc)
         if not isinstance(exc, SystemExit):
             try:
-                traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)  # not our frame
+                traceback.print_exception(
+                    type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None
+                )  # not our frame
             except BaseException:
                 pass
     if getpid() != me:

@@ -1,0 +1,226 @@
+"""Selection policies on the committed candidates of `pkg compare` (HumanEval and MBPP): pass@1 of each.
+
+Every candidate is assessed in the real sandbox (alone, with HumanEval's examples, on the statement's
+calls and their mutations; never the hidden tests); a chosen candidate is judged by its committed
+verdict in results.jsonl. Writes policies-<timestamp>.json and policies.md.
+
+    python bench/bench_policies.py [--benchmarks humaneval,mbpp] [--reuse policies-....json]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import RESULTS, bench_parser, machine, utc_now, write_result  # noqa: E402
+
+from pkg.benchmarks import Problem, load_benchmark  # noqa: E402
+from rerank.policies import (  # noqa: E402
+    BASELINE_ARM,
+    POLICIES,
+    Assessment,
+    Candidate,
+    Task,
+    assess,
+    prose_examples,
+    statement_calls,
+)
+from rerank.sandbox import Sandbox  # noqa: E402
+from rerank.sandbox.bwrap import BwrapSandbox  # noqa: E402
+
+#: Where the MBPP release may lie when the packaged copy is missing.
+DERIVED = ("reranked", "reranked+examples", "oracle")
+#: The sandbox's uids, apart from those of `pkg compare` and the tests.
+UID_BASE = 63700
+Items = list[tuple[Task, list[Candidate]]]
+NOTES = [
+    "HumanEval examples: the docstring's `>>>` examples and those written in prose (`f(x) ➞ y`, `f(x) == y`, "
+    "`f(x) should return y`, ...); `prose_examples_hold_for_canonical` in the JSON says how many of the prose "
+    "ones the reference solutions pass (checked once, never used to choose)",
+    "MBPP: the statement shows its hidden tests, so policies run only their calls (the inputs), never compare "
+    "with the expected values; MBPP has no examples check",
+    "consensus probes: the statement's calls, then type-aware mutations of their literal arguments (int ±1 and 0; "
+    "float +0.5, negated, 0.0; str empty, reversed, upper-cased, shortened, lengthened; list/tuple empty, reversed, "
+    "shortened, lengthened, first item mutated; dict empty, shortened, reversed), at most 24, each under 0.5 CPU s; "
+    "outputs compared by canonical repr (sets and dicts sorted, floats to 9 digits, 300 characters)",
+    "NoRAG's vote weight 2 of the weighted policies was picked on these same candidates (weights 1-3 tried): "
+    "their gain over the unweighted ones is in-sample",
+]
+
+
+def task_of(problem: Problem) -> Task:
+    """HumanEval: the >>> examples and those written in prose ("f(2) ➞ 4"), and their calls; MBPP: the
+    calls of its shown asserts (which are its hidden tests), never what they compare them with."""
+    if problem.benchmark == "humaneval":
+        examples = tuple(dict.fromkeys(problem.examples + prose_examples(problem.prompt, problem.entry_point)))
+        calls = statement_calls("\n".join(examples), problem.entry_point)
+        return Task(problem.task_id, problem.entry_point, examples, calls)
+    return Task(problem.task_id, problem.entry_point, (), statement_calls(problem.test, problem.entry_point))
+
+
+def load_records(benchmark: str) -> list[dict]:
+    path = RESULTS / f"compare-{benchmark}" / "results.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def candidates_of(problem: Problem, records: Sequence[dict]) -> list[Candidate]:
+    return [
+        Candidate(
+            r["arm"],
+            r["code"],
+            problem.solution_program(problem.completion_from_code(r["code"])),
+            r["similarity"] if r["similarity"] is not None else 0.0,
+        )
+        for r in records
+    ]
+
+
+def reloaded(rows: list[dict]) -> list[Assessment]:
+    return [
+        Assessment(a["parses"], a["runs"], a["examples"], None if a["outputs"] is None else tuple(a["outputs"]))
+        for a in rows
+    ]
+
+
+def canonical_check(sandbox: Sandbox, problems: Sequence[Problem]) -> str:
+    """How many prose examples the reference solutions pass: a check of the extraction alone."""
+    programs = [
+        problem.canonical_solution + "\n" + example + "\n"
+        for problem in problems
+        for example in prose_examples(problem.prompt, problem.entry_point)
+    ]
+    return f"{sum(outcome.passed for outcome in sandbox.run_many(programs))}/{len(programs)}"
+
+
+def choices_of(items: Items, assessments: list[list[Assessment]], passed: dict[str, list[bool]]) -> dict:
+    """Each policy's pick per problem: the arm, the deciding stage, the verdict, the cluster sizes."""
+    choices: dict[str, dict[str, dict]] = {}
+    for name, policy in POLICIES.items():
+        choices[name] = {}
+        for (task, candidates), assessed in zip(items, assessments, strict=True):
+            selection = policy.choose(task, candidates, assessed)
+            choices[name][task.task_id] = {
+                "arm": candidates[selection.index].arm,
+                "stage": selection.stage,
+                "passed": passed[task.task_id][selection.index],
+                "clusters": selection.clusters,
+            }
+    return choices
+
+
+def evaluate(benchmark: str, sandbox: Sandbox | None, reused: dict | None) -> dict:
+    """Every policy's choices and pass@1 on one benchmark, beside NoRAG's and the oracle's."""
+    problems = {p.task_id: p for p in load_benchmark(benchmark)}
+    by_task: dict[str, list[dict]] = {}
+    reranked: dict[str, str] = {}
+    for record in load_records(benchmark):
+        if record["arm"] == "reranked":
+            reranked[record["task_id"]] = record["chosen_arm"]
+        elif record["arm"] not in DERIVED:
+            by_task.setdefault(record["task_id"], []).append(record)
+    items = [(task_of(problems[t]), candidates_of(problems[t], group)) for t, group in by_task.items()]
+    start = time.perf_counter()
+    if reused is not None:
+        assessments = [reloaded(reused["assessments"][task.task_id]) for task, _ in items]
+    else:
+        assert sandbox is not None
+        assessments = assess(sandbox, items)
+    seconds = time.perf_counter() - start
+    passed = {t: [bool(r["passed"]) for r in group] for t, group in by_task.items()}
+    baseline = {t: passed[t][[r["arm"] for r in group].index(BASELINE_ARM)] for t, group in by_task.items()}
+    choices = choices_of(items, assessments, passed)
+    rows = {
+        "norag": summary({t: {"passed": baseline[t]} for t in by_task}, baseline, "no context", "none"),
+        "oracle": summary(
+            {t: {"passed": any(passed[t])} for t in by_task}, baseline, "any candidate passes (upper bound)", "tests"
+        ),
+    }
+    for name, policy in POLICIES.items():
+        rows[name] = summary(choices[name], baseline, policy.description, policy.inputs)
+    parity = sum(choices["paper"][t]["arm"] == reranked[t] for t in by_task)
+    result = {
+        "problems": len(items),
+        "arms": [r["arm"] for r in next(iter(by_task.values()))],
+        "assess_seconds": round(seconds, 1),
+        "paper_matches_committed_reranked": f"{parity}/{len(by_task)}",
+        "policies": rows,
+        "choices": choices,
+        "assessments": {
+            task.task_id: [asdict(a) for a in row] for (task, _), row in zip(items, assessments, strict=True)
+        },
+    }
+    if benchmark == "humaneval":
+        key = "prose_examples_hold_for_canonical"
+        result[key] = canonical_check(sandbox, list(problems.values())) if sandbox else (reused or {}).get(key)
+    return result
+
+
+def summary(picks: dict[str, dict], baseline: dict[str, bool], description: str, inputs: str) -> dict:
+    passed = sum(p["passed"] for p in picks.values())
+    return {
+        "passed": passed,
+        "pass_at_1": round(100 * passed / len(picks), 1),
+        "helped": sum(p["passed"] and not baseline[t] for t, p in picks.items()),
+        "hurt": sum(baseline[t] and not p["passed"] for t, p in picks.items()),
+        "description": description,
+        "inputs": inputs,
+    }
+
+
+def markdown(results: dict[str, dict], isolation: str) -> str:
+    first = next(iter(results.values()))
+    shapes = "; ".join(f"{b}: {r['problems']} problems × {len(r['arms'])} arms" for b, r in results.items())
+    parity = ", ".join(f"{r['paper_matches_committed_reranked']} ({b})" for b, r in results.items())
+    lines = [
+        "# Selection policies on the committed candidates",
+        "",
+        f"- candidates: bench/results/compare-<benchmark>/results.jsonl ({shapes}); judged by their committed verdicts",
+        f"- sandbox isolation: {isolation}; `paper` picks what the committed `reranked` picked on {parity}",
+        "- helped / hurt: problems the policy passes and NoRAG fails / the reverse",
+        *(f"- {note}" for note in NOTES),
+        "",
+        "| policy | " + " | ".join(f"{b} pass@1 % | {b} passed | helped | hurt" for b in results) + " | inputs used |",
+        "|---|" + "---|---|---|---|" * len(results) + "---|",
+    ]
+    for name, row in first["policies"].items():
+        cells = []
+        for r in results.values():
+            own = r["policies"][name]
+            cells += [str(own["pass_at_1"]), f"{own['passed']}/{r['problems']}", str(own["helped"]), str(own["hurt"])]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {row['inputs']} |")
+    lines += ["", "Policies:", ""]
+    lines += [f"- `{name}`: {policy.description}" for name, policy in POLICIES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = bench_parser(__doc__)
+    parser.add_argument("--benchmarks", default="humaneval,mbpp")
+    parser.add_argument("--reuse", type=Path, help="take the assessments from an earlier result instead of the sandbox")
+    args = parser.parse_args()
+    benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
+    if args.reuse:
+        earlier = json.loads(args.reuse.read_text(encoding="utf-8"))
+        isolation = earlier["isolation"]
+        results = {b: evaluate(b, None, earlier["benchmarks"][b]) for b in benchmarks}
+    else:
+        with BwrapSandbox(workers=2, uid_base=UID_BASE) as sandbox:
+            isolation = sandbox.isolation
+            results = {b: evaluate(b, sandbox, None) for b in benchmarks}
+    result = {"date": utc_now(), "machine": machine(), "isolation": isolation, "benchmarks": results}
+    path = write_result(args.out, "policies", {**result, "reused": str(args.reuse) if args.reuse else None})
+    (args.out / "policies.md").write_text(markdown(results, isolation), encoding="utf-8")
+    for benchmark, outcome in results.items():
+        print(benchmark, outcome["paper_matches_committed_reranked"], "assess s:", outcome["assess_seconds"])
+        for name, row in outcome["policies"].items():
+            print(f"  {name:24} {row['passed']:4}/{outcome['problems']}  +{row['helped']} -{row['hurt']}")
+    print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+"""The structure of one code file: its FILE node, its classes (CLASS), what it imports (MODULE) and
+what contains what (CONTAINS), plus the references that only the whole corpus can resolve (calls,
+imports, base classes), kept as JSON in the FILE node for the linking pass (ingest.link).
+
+Python is read with ``ast`` (a file ``ast`` rejects gets its FILE node and nothing else); the other
+languages with one tree-sitter walk over per-grammar tables. A call is attributed to the innermost
+function whose span holds its line; calls outside every function are left out.
+
+``refs`` holds ``{"imports": [[local, module, attr, line]], "calls": [[caller NAME id, line, callee]],
+"bases": [[class name, base]]}``: ``callee`` and ``base`` are dotted texts as written (``f``,
+``self.m``, ``z.f``, ``super().m``; ``C().m`` for a method of a local variable assigned only
+``C(...)``; ``?.m`` for a method of another receiver); Python imports
+are absolute (relative ones resolved against the file's module), ``attr`` is null for ``import x``
+and ``local`` is ``*`` for a star import.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tree_sitter import Node as TsNode
+
+from pkg.code.languages import LANGUAGES, node_text
+from pkg.code.syntax_tree import parser
+from pkg.graph import Label, content_id
+from pkg.schema import ClassNode, Contains, FileNode, Imports, ModuleNode, NameNode, NodeRecord, RelRecord
+
+
+@dataclass
+class Structure:
+    """What a file declares and refers to, before ids are given."""
+
+    module: str | None = None
+    classes: list[tuple[str, int, int]] = field(default_factory=list)  # (qualified name, first, last line)
+    bases: list[tuple[str, str]] = field(default_factory=list)  # (class name, base as written)
+    imports: list[tuple[str, str, str | None, int]] = field(default_factory=list)
+    calls: list[tuple[int, str]] = field(default_factory=list)  # (line, callee as written)
+
+
+def file_structure(
+    source: str, lang: str, text: str, fingerprint: str, names: Sequence[NameNode]
+) -> list[NodeRecord | RelRecord]:
+    """The FILE, CLASS and MODULE records of a whole code file, with CONTAINS and FILE→MODULE
+    IMPORTS; `names` are the NAME records the file's functions got."""
+    found = python_structure(source, text) if lang == "python" else tree_structure(lang, text)
+    file_id = content_id(Label.FILE, source)
+    calls = [[caller.id, line, callee] for line, callee in found.calls if (caller := innermost(names, line))]
+    refs = {
+        "imports": [list(i) for i in found.imports],
+        "calls": calls,
+        "bases": [list(b) for b in found.bases],
+    }
+    records: list[NodeRecord | RelRecord] = [
+        FileNode(
+            id=file_id,
+            source=source,
+            lang=lang,
+            fingerprint=fingerprint,
+            module=found.module,
+            refs=json.dumps(refs, separators=(",", ":")),
+        )
+    ]
+    class_ids: dict[str, str] = {}
+    for name, start, end in found.classes:
+        class_id = content_id(Label.CLASS, source, name, start)
+        if name not in class_ids:
+            class_ids[name] = class_id
+        records.append(ClassNode(id=class_id, source=source, name=name, lang=lang, start_line=start, end_line=end))
+        owner = class_ids.get(name.rpartition(".")[0], file_id)
+        records.append(Contains(owner, class_id))
+    for function in names:
+        records.append(Contains(class_ids.get(function.name.rpartition(".")[0], file_id), function.id))
+    for module in dict.fromkeys(module for _, module, _, _ in found.imports):
+        module_id = content_id(Label.MODULE, source, module)
+        records += [ModuleNode(id=module_id, source=source, name=module), Imports(file_id, module_id)]
+    return records
+
+
+def innermost(names: Sequence[NameNode], line: int) -> NameNode | None:
+    """The function with the smallest span holding the line (the later one on a tie), or None."""
+    best: NameNode | None = None
+    for name in names:
+        if name.start_line <= line <= name.end_line and (
+            best is None
+            or (name.end_line - name.start_line, -name.start_line) < (best.end_line - best.start_line, -best.start_line)
+        ):
+            best = name
+    return best
+
+
+# -- Python -------------------------------------------------------------------------------------
+def python_module(path: Path) -> str:
+    """The dotted name of a Python file: its stem under the packages (directories with an
+    ``__init__.py``) that hold it."""
+    parts = [] if path.stem == "__init__" else [path.stem]
+    directory = path.parent
+    while (directory / "__init__.py").is_file() and directory.name:
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return ".".join(parts) or path.parent.name
+
+
+def python_structure(source: str, text: str) -> Structure:
+    """Classes, imports and calls of a Python file, as ``ast`` reads it."""
+    path = Path(source)
+    found = Structure(module=python_module(path))
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return found
+    module = found.module or ""
+    package = module if path.stem == "__init__" else module.rpartition(".")[0]
+    _PythonReader(found, package).visit_scope(tree, "")
+    return found
+
+
+class _PythonReader:
+    """Walks a module, naming classes as ``__qualname__`` does."""
+
+    def __init__(self, found: Structure, package: str) -> None:
+        self.found = found
+        self.package = package
+        self.instances: dict[str, str] = {}  # variable -> the callee whose result it holds
+        self.fields: dict[str, str] = {}  # attribute of self -> the callee whose result it holds
+
+    def visit_scope(self, node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, prefix)
+
+    def visit(self, node: ast.AST, prefix: str) -> None:
+        if isinstance(node, ast.ClassDef):
+            name = prefix + node.name
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            self.found.classes.append((name, first, node.end_lineno or node.lineno))
+            self.found.bases.extend((name, text) for base in node.bases if (text := dotted(base)))
+            for part in (*node.decorator_list, *node.bases, *node.keywords):
+                self.visit(part, prefix)
+            outer, self.fields = self.fields, _fields(node)
+            for statement in node.body:
+                self.visit(statement, f"{name}.")
+            self.fields = outer
+            return
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
+                self.visit(part, prefix)
+            outer, self.instances = self.instances, {**self.instances, **_instances(node)}
+            for statement in node.body:
+                self.visit(statement, f"{prefix}{node.name}.<locals>.")
+            self.instances = outer
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                module = alias.name if alias.asname else local
+                self.found.imports.append((local, module, None, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            module = self._absolute(node.module, node.level)
+            if module:
+                for alias in node.names:
+                    attr = None if alias.name == "*" else alias.name
+                    self.found.imports.append((alias.asname or alias.name, module, attr, node.lineno))
+        elif isinstance(node, ast.Call):
+            if callee := dotted(node.func):
+                head, dot, rest = callee.partition(".")
+                field, _, method = rest.partition(".")
+                if dot and head in self.instances:  # x = C(...); x.m(): C's method, if C is a class
+                    callee = f"{self.instances[head]}().{rest}"
+                elif head == "self" and method and "." not in method and field in self.fields:  # self.x = C(...)
+                    callee = f"{self.fields[field]}().{method}"
+                self.found.calls.append((node.lineno, callee))
+        self.visit_scope(node, prefix)
+
+    def _absolute(self, module: str | None, level: int) -> str:
+        if not level:
+            return module or ""
+        base = self.package.split(".") if self.package else []
+        base = base[: len(base) - (level - 1)] if level > 1 else base
+        return ".".join([*base, *([module] if module else [])])
+
+
+def _instances(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    """The local variables of a function assigned only the result of one named callee (``x = C(...)``)."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, set()).add(value if value and "?" not in value else "")
+    return {name: value for name, (value, *others) in found.items() if not others and value}
+
+
+def _fields(cls: ast.ClassDef) -> dict[str, str]:
+    """The attributes of `self` that the class's methods assign only the result of one named callee
+    (``self.x = C(...)``)."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+            for target in targets:
+                if isinstance(target, ast.Attribute) and _is_name(target.value, "self"):
+                    found.setdefault(target.attr, set()).add(value if value and "?" not in value else "")
+    return {name: value for name, (value, *others) in found.items() if not others and value}
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def dotted(node: ast.expr) -> str | None:
+    """A callee or base as dotted text: ``a.b.c``, ``super().m``, ``?.m`` (receiver of another kind)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.insert(0, node.id)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and parts:
+        parts.insert(0, "super()")
+    elif isinstance(node, ast.Call) and parts and (called := dotted(node.func)) and "(" not in called:
+        parts.insert(0, f"{called}()")  # C(...).m(): C's method, if C is a class
+    elif parts:
+        parts.insert(0, "?")
+    return ".".join(parts) or None
+
+
+# -- other languages ----------------------------------------------------------------------------
+def _children(*types: str) -> Callable[[TsNode], Iterator[TsNode]]:
+    """Base-class finder: the named type identifiers under the node's children of these types."""
+
+    def bases(node: TsNode) -> Iterator[TsNode]:
+        for child in node.children:
+            if child.type in types:
+                yield from _type_names(child)
+
+    return bases
+
+
+def _type_names(node: TsNode) -> Iterator[TsNode]:
+    """The type identifiers under a heritage clause, outside type arguments."""
+    if node.type in ("type_arguments", "type_parameters", "arguments"):
+        return
+    if node.type in ("type_identifier", "identifier", "scoped_type_identifier", "qualified_name"):
+        yield node
+        return
+    if node.type == "generic_name":  # C#: Base<T>
+        yield from (c for c in node.children if c.type == "identifier")
+        return
+    for child in node.children:
+        yield from _type_names(child)
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    """Where a grammar keeps classes, their bases, calls and the file's package."""
+
+    classes: frozenset[str]
+    bases: Callable[[TsNode], Iterator[TsNode]]
+    calls: dict[str, Callable[[TsNode], str | None]]
+    package: Callable[[TsNode], str | None] = lambda root: None
+
+
+def _field_text(name: str) -> Callable[[TsNode], str | None]:
+    def callee(node: TsNode) -> str | None:
+        child = node.child_by_field_name(name)
+        return node_text(child) if child is not None else None
+
+    return callee
+
+
+def _java_call(node: TsNode) -> str | None:
+    name = node.child_by_field_name("name")
+    receiver = node.child_by_field_name("object")
+    if name is None:
+        return None
+    return node_text(name) if receiver is None else f"{node_text(receiver)}.{node_text(name)}"
+
+
+def _first_named(*types: str) -> Callable[[TsNode], str | None]:
+    """Package finder: the name of the first top-level node of these types."""
+
+    def package(root: TsNode) -> str | None:
+        for child in root.children:
+            if child.type in types:
+                name = child.child_by_field_name("name") or next(
+                    (c for c in child.named_children if c.type.endswith(("identifier", "name"))), None
+                )
+                return node_text(name) if name is not None else None
+        return None
+
+    return package
+
+
+_JS = _Grammar(
+    classes=frozenset({"class_declaration", "class", "abstract_class_declaration", "interface_declaration"}),
+    bases=_children("class_heritage", "extends_type_clause"),
+    calls={"call_expression": _field_text("function")},
+)
+_C_CALLS = {"call_expression": _field_text("function")}
+_GRAMMARS: dict[str, _Grammar] = {
+    "javascript": _JS,
+    "typescript": _JS,
+    "tsx": _JS,
+    "java": _Grammar(
+        classes=frozenset({"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}),
+        bases=_children("superclass", "super_interfaces", "extends_interfaces"),
+        calls={"method_invocation": _java_call},
+        package=_first_named("package_declaration"),
+    ),
+    "csharp": _Grammar(
+        classes=frozenset(
+            {
+                "class_declaration",
+                "struct_declaration",
+                "interface_declaration",
+                "record_declaration",
+                "enum_declaration",
+            }
+        ),
+        bases=_children("base_list"),
+        calls={"invocation_expression": _field_text("function")},
+        package=_first_named("file_scoped_namespace_declaration", "namespace_declaration"),
+    ),
+    "go": _Grammar(
+        classes=frozenset({"type_spec"}),
+        bases=lambda node: iter(()),
+        calls=_C_CALLS,
+        package=_first_named("package_clause"),
+    ),
+    "rust": _Grammar(
+        classes=frozenset({"struct_item", "enum_item", "trait_item", "union_item"}),
+        bases=lambda node: iter(()),  # `impl Trait for Type` is read from the impl (see _Tree.walk)
+        calls=_C_CALLS,
+    ),
+    "c": _Grammar(
+        classes=frozenset({"struct_specifier", "union_specifier"}), bases=lambda node: iter(()), calls=_C_CALLS
+    ),
+    "cpp": _Grammar(
+        classes=frozenset({"class_specifier", "struct_specifier", "union_specifier"}),
+        bases=_children("base_class_clause"),
+        calls=_C_CALLS,
+    ),
+}
+_SEPARATORS = re.compile(r"::|->|\?\.")
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*")
+_LAST_NAME = re.compile(r"[A-Za-z_$~][\w$]*$")
+
+
+def _callee(text: str) -> str | None:
+    """A callee as dotted text (``a.b.f``), or ``?.f`` when only its last name is plain."""
+    text = _SEPARATORS.sub(".", re.sub(r"<[^<>]*>", "", text))
+    if _DOTTED.fullmatch(text):
+        return text
+    last = _LAST_NAME.search(text)
+    return f"?.{last.group()}" if last else None
+
+
+def tree_structure(lang: str, text: str) -> Structure:
+    """Classes, bases and calls of a file in a tree-sitter language; the package (Java, Go, C#)."""
+    spec, grammar = LANGUAGES[lang], _GRAMMARS[lang]
+    root = parser(spec.grammar).parse(text.encode("utf-8", "surrogatepass")).root_node
+    found = Structure(module=grammar.package(root))
+    _Tree(lang, grammar, found).walk(root, "", in_function=False)
+    return found
+
+
+class _Tree:
+    def __init__(self, lang: str, grammar: _Grammar, found: Structure) -> None:
+        self.spec = LANGUAGES[lang]
+        self.grammar = grammar
+        self.found = found
+
+    def walk(self, node: TsNode, prefix: str, in_function: bool) -> None:
+        """Record the classes (outside functions) and calls under node; prefix names its definitions."""
+        for child in node.children:
+            inner, inside = prefix, in_function
+            if child.type in self.spec.file_scopes and (scope := self.spec.own_name(child)):
+                prefix = inner = f"{prefix}{scope}."
+            if child.type in self.grammar.calls:
+                callee = self.grammar.calls[child.type](child)
+                if callee and (plain := _callee(callee)):
+                    self.found.calls.append((child.start_point.row + 1, plain))
+            if child.type in self.spec.functions:
+                inside = True
+            elif not in_function and child.type in self.grammar.classes and self._has_body(child):
+                if name := self._class_name(child):
+                    self.found.classes.append((prefix + name, child.start_point.row + 1, child.end_point.row + 1))
+                    self.found.bases.extend(
+                        (prefix + name, b) for n in self.grammar.bases(child) if (b := _callee(node_text(n)))
+                    )
+            if child.type in self.spec.containers and not in_function:
+                name = self.spec.own_name(child)
+                inner = f"{prefix}{name}." if name else prefix
+                trait = child.child_by_field_name("trait") if child.type == "impl_item" else None
+                if trait is not None and name and (base := _callee(node_text(trait))):
+                    self.found.bases.append((prefix + name, base))
+            self.walk(child, inner, inside)
+
+    def _has_body(self, node: TsNode) -> bool:
+        if node.type == "type_spec":
+            kind = node.child_by_field_name("type")
+            return kind is not None and kind.type in ("struct_type", "interface_type")
+        return node.child_by_field_name("body") is not None or any(
+            c.type in ("field_declaration_list", "enum_variant_list", "declaration_list") for c in node.children
+        )
+
+    def _class_name(self, node: TsNode) -> str | None:
+        name = node.child_by_field_name("name")
+        return None if name is None else re.sub(r"<.*", "", node_text(name))

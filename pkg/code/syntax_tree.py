@@ -1,0 +1,90 @@
+"""Helpers shared by the tree-sitter users: parsers, spans, dedented texts, syntax errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+from tree_sitter import Node, Parser
+from tree_sitter_language_pack import get_parser
+
+from pkg.code.functions import SyntaxIssue
+from pkg.errors import ConfigError
+
+INDENT_CHARS = " \t\f"
+
+
+@cache
+def parser(grammar: str) -> Parser:
+    """Return the process-wide tree-sitter parser for ``grammar`` (a tree-sitter-language-pack name).
+
+    Raises:
+        ConfigError: the language pack has no such grammar.
+    """
+    try:
+        return get_parser(grammar)  # type: ignore[arg-type]
+    except LookupError as error:
+        raise ConfigError(f"tree-sitter-language-pack has no parser for language {grammar!r}") from error
+
+
+def dedented(lines: list[str]) -> str:
+    """Join ``lines``, removing the first line's indentation from every line starting with it.
+
+    Lines without that prefix (inside multi-line strings, continuations, comments)
+    are kept as they are, unlike ``textwrap.dedent``.
+    """
+    first = lines[0]
+    indent = first[: len(first) - len(first.lstrip(INDENT_CHARS))]
+    return "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines)
+
+
+def end_line(node: Node) -> int:
+    """Return the 1-based last line of ``node``'s last real token.
+
+    Trailing comments are ignored (tree-sitter-python lets a block absorb the
+    comments after its last statement), as are zero-width error-recovery nodes.
+    """
+    while True:
+        tokens = [c for c in node.children if is_real(c)]
+        if not tokens:
+            return node.end_point.row + 1
+        node = tokens[-1]
+
+
+def is_real(node: Node) -> bool:
+    """Whether ``node`` is neither a comment-like extra nor a zero-width node."""
+    return (node.has_error or not node.is_extra) and node.end_byte > node.start_byte
+
+
+def first_error(node: Node) -> Node | None:
+    """Return the first ERROR or MISSING node in ``node``'s subtree, in source order."""
+    while node.has_error:
+        child = next((c for c in node.children if c.has_error), None)
+        if node.is_error or node.is_missing or child is None:
+            return node
+        node = child
+    return None
+
+
+def describe(node: Node) -> str:
+    """Return a one-line description of an ERROR or MISSING node."""
+    start, end = node.start_point.row + 1, end_line(node)
+    if node.is_missing:
+        return f"missing {node.type!r} at line {start}"
+    return f"unparsable line {start}" if start == end else f"unparsable lines {start}-{end}"
+
+
+def errors_outside(root: Node, is_function: Callable[[Node], bool]) -> list[SyntaxIssue]:
+    """An issue for each ERROR or MISSING region outside every node ``is_function`` accepts
+    (functions report their own errors)."""
+    found: list[SyntaxIssue] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if is_function(node):
+            continue
+        if node.is_error or node.is_missing:
+            found.append(SyntaxIssue(node.start_point.row + 1, f"{describe(node)} outside any function"))
+        elif node.has_error:
+            stack.extend(c for c in node.children if c.has_error)
+    return found

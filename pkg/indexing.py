@@ -1,0 +1,135 @@
+"""Indexing a parsed corpus: embed its texts (and, optionally, every text pruning can produce) and
+write whole sources to a store, several writes in flight where the store allows it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
+from dataclasses import replace
+from typing import TypeVar
+
+import numpy as np
+
+from ingest.link import link_edges
+from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variants
+from pkg.embedders import CachedEmbedder, Embedder
+from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
+from pkg.progress import Progress, no_progress
+from pkg.schema import ClassNode, FileNode, NameNode
+from pkg.stores.base import GraphStore
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+EMBED_BATCH = 256
+WRITE_BATCH = 2000
+
+
+def embed_texts(texts: list[str], embedder: Embedder, progress: Progress) -> dict[str, np.ndarray]:
+    """Vectors of the distinct texts, embedded in batches."""
+    distinct = list(dict.fromkeys(texts))
+    vectors: dict[str, np.ndarray] = {}
+    for start in range(0, len(distinct), EMBED_BATCH):
+        chunk = distinct[start : start + EMBED_BATCH]
+        vectors.update(zip(chunk, embedder.embed_documents(chunk)))
+        progress("embed", min(start + EMBED_BATCH, len(distinct)), len(distinct))
+    return vectors
+
+
+def embedded_texts(nodes: Iterable[Node]) -> list[str]:
+    """The texts of the nodes that carry a vector (EMBEDDED_LABELS), in order."""
+    return [n.embed_text for n in nodes if n.label in EMBEDDED_LABELS]
+
+
+def with_vectors(nodes: Iterable[Node], vectors: Mapping[str, np.ndarray]) -> list[Node]:
+    """The nodes, each of EMBEDDED_LABELS given the vector of its text (as embed_texts returns them)."""
+    return [replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n for n in nodes]
+
+
+def _write_batches(sources: list[SourceGraph]) -> Iterator[list[SourceGraph]]:
+    """Whole sources grouped into batches of about WRITE_BATCH nodes; each batch is one write."""
+    batch: list[SourceGraph] = []
+    size = 0
+    for source in sources:
+        batch.append(source)
+        size += len(source.graph.nodes)
+        if size >= WRITE_BATCH:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def index_corpus(
+    corpus: ParsedCorpus,
+    store: GraphStore,
+    embedder: Embedder,
+    progress: Progress = no_progress,
+    prepare_pruning: bool = True,
+) -> BuildReport:
+    """Embed the changed sources of a parsed corpus and write them to the store, whole sources per
+    write (each one transaction, replacing what the store held for them); remove deleted sources.
+
+    With `prepare_pruning`, the texts pruning can produce are embedded too: behind the embedding
+    cache, query-time pruning then needs no model call."""
+    started = time.perf_counter()
+    report = corpus.report
+    store.check_embedder(EmbedderInfo(embedder.name, embedder.dim), record=True)
+    cached = embedder if isinstance(embedder, CachedEmbedder) else None
+    hits, misses = (cached.hits, cached.misses) if cached else (0, 0)
+    texts = embedded_texts(corpus.nodes)
+    if prepare_pruning:
+        variants = pruning_variants(corpus.units)
+        report.pruning_variants = len(variants)
+        texts += variants
+    vectors = embed_texts(texts, embedder, progress)
+    if cached:
+        report.texts_from_cache = cached.hits - hits
+        report.texts_embedded = cached.misses - misses
+    else:
+        report.texts_embedded = len(vectors)
+    if corpus.deleted:
+        store.delete_sources(corpus.deleted)
+    total = len(corpus.nodes)
+
+    def write(batch: list[SourceGraph]) -> tuple[int, int]:
+        nodes = with_vectors((n for s in batch for n in s.graph.nodes), vectors)
+        edges = [e for s in batch for e in s.graph.edges]
+        store.replace_sources([s.record for s in batch], nodes, edges)
+        return len(nodes), len(edges)
+
+    for written_nodes, written_edges in in_flight(write, _write_batches(corpus.sources), store.writers):
+        report.nodes += written_nodes
+        report.edges += written_edges
+        progress("write", report.nodes, total)
+    report.links = link_store(store)
+    report.seconds += time.perf_counter() - started
+    return report
+
+
+def link_store(store: GraphStore) -> int:
+    """Recompute the edges between files (CALLS, INHERITS, FILE→FILE IMPORTS) over everything the
+    store holds, replacing those it had; how many there are now."""
+    files = [r for r in store.label_records(Label.FILE) if isinstance(r, FileNode)]
+    classes = [r for r in store.label_records(Label.CLASS) if isinstance(r, ClassNode)]
+    names = [r for r in store.label_records(Label.NAME) if isinstance(r, NameNode)] if files else []
+    edges = link_edges(files, classes, names)
+    store.replace_links(edges)
+    return len(edges)
+
+
+def in_flight(work: Callable[[T], R], items: Iterable[T], at_once: int) -> Iterator[R]:
+    """work(item) for each item, at most `at_once` running together on threads; results as they
+    finish. The first failure is raised once the calls already running are over."""
+    if at_once <= 1:
+        yield from map(work, items)
+        return
+    with ThreadPoolExecutor(at_once) as pool:
+        running: set[Future[R]] = set()
+        for item in items:
+            if len(running) == at_once:
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                yield from (future.result() for future in done)
+            running.add(pool.submit(work, item))
+        yield from (future.result() for future in as_completed(running))

@@ -1,0 +1,187 @@
+"""The one handle on a PKG: its store, database directory, BM25 indexes and embedder.
+
+Every build goes through `KnowledgeBase.build` (parse → embed → write → lexical indexes) and every
+query through `KnowledgeBase.query`; the CLI, `pkg compare` and a server hold one open.
+
+    from pkg import KnowledgeBase
+
+    with KnowledgeBase("./.pkg") as kb:
+        kb.build(["src/"])
+        for result in kb.query("merge two sorted lists", mode="func", k=3).results:
+            print(result.name, result.score)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.parse import DEFAULT_CHUNK_SIZE, PARTS, BuildReport, parse_corpus
+from ingest.sources import MAX_FILE_BYTES, Structurer
+from pkg.config import default_cache_dir
+from pkg.embedders import DEFAULT_SPEC, Embedder, make_embedder
+from pkg.errors import StoreError, StoreNotFoundError
+from pkg.graph import EmbedderInfo
+from pkg.indexing import index_corpus
+from pkg.progress import Progress, no_progress
+from pkg.schema import FileNode, NameNode, NodeRecord
+from pkg.stores import GraphStore, open_store
+from pkg.stores.base import GraphCounts
+from retrieval.lexical import refresh_indexes
+from retrieval.search import Options, Retrieval, mode_spec, retrieve
+
+
+@dataclass
+class Built:
+    """What `KnowledgeBase.build` did: the parse and write report, and the BM25 documents per unit."""
+
+    report: BuildReport
+    bm25: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Call:
+    """The other end of a CALLS edge: the function called (or calling), the call's line, how it was resolved."""
+
+    function: NameNode
+    line: int
+    resolution: str
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Node counts per label, relationship counts per type, and the embedder of a PKG."""
+
+    counts: GraphCounts
+    embedder: EmbedderInfo | None
+
+
+class KnowledgeBase:
+    """One PKG: open it on a database directory (and a store kind), build it, query it, close it.
+
+    `store` is a store kind (`embedded`, `neo4j`) or a store the caller opened (left open by close()).
+    The store is opened on first use, so a build whose paths hold nothing leaves no empty database
+    behind. `embedder` is a spec (`pkg.embedders.SPEC_HELP`) or an Embedder; left out, queries use
+    the one that built the database and a first build uses the default. The embedding model is
+    loaded only when a step needs vectors (BM25 modes never load it)."""
+
+    def __init__(
+        self,
+        db_dir: str | Path,
+        store: str | GraphStore = "embedded",
+        embedder: str | Embedder | None = None,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        self.db_dir = Path(db_dir)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self._embedder_choice = embedder
+        self._embedder: Embedder | None = embedder if isinstance(embedder, Embedder) else None
+        # A store opened by the caller is used as it is and left open by close().
+        self._owns_store = isinstance(store, str)
+        self.store_kind = store if isinstance(store, str) else type(store).__name__
+        self._store: GraphStore | None = None if isinstance(store, str) else store
+
+    @property
+    def store(self) -> GraphStore:
+        """The open store; raises StoreNotFoundError when no database exists yet."""
+        return self._open(create=False)
+
+    @property
+    def exists(self) -> bool:
+        """Whether a database is there to query."""
+        try:
+            self._open(create=False)
+        except StoreNotFoundError:
+            return False
+        return True
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder in use, loaded on first need: the one chosen, else the database's, else the default."""
+        if self._embedder is None:
+            spec = self._embedder_choice if isinstance(self._embedder_choice, str) else None
+            if spec is None:
+                info = self.store.embedder_info() if self.exists else None
+                spec = info.name if info else DEFAULT_SPEC
+            self._embedder = make_embedder(spec, self.cache_dir)
+        return self._embedder
+
+    def build(
+        self,
+        paths: Sequence[str | Path],
+        parts: Sequence[str] = PARTS,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        prepare_pruning: bool = True,
+        structurer: Structurer | None = None,
+        progress: Progress = no_progress,
+        max_file_bytes: int = MAX_FILE_BYTES,
+    ) -> Built:
+        """Build or update the PKG from the paths: only files that changed since the last build are
+        parsed, embedded and written, files gone from the paths are removed, and every BM25 index is
+        rebuilt from what the store then holds; files larger than `max_file_bytes` are skipped.
+        Raises CorpusError when the paths hold nothing."""
+        known = self.store.sources() if self.exists else {}
+        corpus = parse_corpus([Path(p) for p in paths], progress, parts, chunk_size, known, structurer, max_file_bytes)
+        store = self._open(create=True)
+        report = index_corpus(corpus, store, self.embedder, progress, prepare_pruning)
+        return Built(report, refresh_indexes(store, self.db_dir))
+
+    def query(self, text: str, mode: str = "func", k: int = 3, options: Options | None = None) -> Retrieval:
+        """The k best results of a retrieval mode for the text, and the prompt they make."""
+        lexical = mode_spec(mode).lexical
+        if not lexical and self.store.embedder_info() is None:
+            raise StoreError("the database is empty; run `pkg build` first")
+        return retrieve(self.store, None if lexical else self.embedder, text, mode, k, self.db_dir, options)
+
+    def calls(self, name: str, callers: bool = False, limit: int = 20) -> list[tuple[NameNode, list[Call]]]:
+        """At most `limit` functions whose qualified name is `name` or ends with "." + name, each with
+        the functions it calls (with `callers`: that call it), by line."""
+        contexts = self.store.contexts(self.store.find_functions(name, None, limit))
+        functions = [r for r in self.store.nodes([c.function.name_id for c in contexts]) if isinstance(r, NameNode)]
+        edges = self.store.calls([f.id for f in functions], callers)
+        others = {r.id: r for r in self.store.nodes(sorted({e.other_id for e in edges})) if isinstance(r, NameNode)}
+        return [
+            (f, [Call(others[e.other_id], e.line, e.resolution) for e in edges if e.name_id == f.id]) for f in functions
+        ]
+
+    def file_outline(self, path: str) -> list[tuple[int, NodeRecord]]:
+        """What the files whose path is `path` (or ends with "/" + path) contain, depth first: each FILE
+        at depth 0, then its classes and functions in line order, a class's members below it."""
+        edges = self.store.file_contents(path)
+        records = {r.id: r for r in self.store.nodes(sorted({i for edge in edges for i in edge}))}
+        children: dict[str, list[NodeRecord]] = {}
+        for src, dst in edges:
+            children.setdefault(src, []).append(records[dst])
+        outline: list[tuple[int, NodeRecord]] = []
+
+        def visit(record: NodeRecord, depth: int) -> None:
+            outline.append((depth, record))
+            members = children.get(record.id, [])
+            for member in sorted(members, key=lambda m: (getattr(m, "start_line", 0), m.id)):
+                visit(member, depth + 1)
+
+        for record in sorted((r for r in records.values() if isinstance(r, FileNode)), key=lambda r: r.source):
+            visit(record, 0)
+        return outline
+
+    def stats(self) -> Stats:
+        """Counts and embedder of the PKG."""
+        return Stats(self.store.counts(), self.store.embedder_info())
+
+    def close(self) -> None:
+        """Release the store and the embedder's caches."""
+        if self._store is not None and self._owns_store:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open(self, create: bool) -> GraphStore:
+        if self._store is None:
+            self._store = open_store(self.store_kind, self.db_dir, create=create)
+        return self._store

@@ -1,0 +1,545 @@
+"""`pkg serve`: one open KnowledgeBase behind an MCP server, over stdio or Streamable HTTP.
+
+The store, the BM25 indexes and the embedding model are opened once, at start, and the model is
+warmed so that the first answer is as fast as the next. Every call on the KnowledgeBase runs on one
+worker thread: the store's connection and the model belong to the thread that opened them, and an
+`index` (a write) is serialized against the queries; the event loop keeps serving the transport
+meanwhile. Bad input comes back as a tool error (`isError`) of one sentence; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import logging
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import watchfiles
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ingest.parse import BuildReport
+from pkg.errors import ConfigError, PkgError
+from pkg.evaluation.prompts import context_block, fit_snippets
+from pkg.knowledge_base import KnowledgeBase
+from pkg.progress import Progress
+from pkg.schema import BlockNode
+from retrieval.search import MODES, Mode, Options, Result
+
+#: Where the Streamable HTTP transport answers.
+MCP_PATH = "/mcp"
+#: The environment variable that holds the bearer token when --token is not given.
+TOKEN_ENV = "PKG_SERVE_TOKEN"
+#: Functions `get_function` returns at most.
+FUNCTION_LIMIT = 20
+_WORDS = re.compile(r"\w+|[^\w\s]")
+_HOST_PORT = re.compile(r"^\[?(?P<host>[^\[\]]+?)\]?:(?P<port>\d{1,5})$")
+
+T = TypeVar("T")
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of a text, estimated as words and punctuation marks (as `Generator.count_tokens` does)."""
+    return len(_WORDS.findall(text))
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """HOST and PORT of a `HOST:PORT` (IPv6 hosts in brackets: `[::1]:8765`)."""
+    match = _HOST_PORT.match(text.strip())
+    if match is None or not 0 < int(match["port"]) < 65536:
+        raise ConfigError(f"--http takes HOST:PORT, like 127.0.0.1:8765, not {text!r}")
+    return match["host"], int(match["port"])
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address only reaches this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerTokenGuard:
+    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` gets a bare 401."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"www-authenticate", b"Bearer"), (b"content-length", b"0")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        given = [value for key, value in scope["headers"] if key == b"authorization"]
+        return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What `pkg serve` opens: the KnowledgeBase, and the folders `index` may read."""
+
+    db_dir: Path
+    store: str = "embedded"
+    embedder: str | None = None
+    cache_dir: Path | None = None
+    roots: tuple[Path, ...] = field(default_factory=lambda: (Path.cwd(),))
+
+
+class Workspace:
+    """The open KnowledgeBase and the only thread that touches it."""
+
+    def __init__(self, settings: ServeSettings) -> None:
+        self.settings = settings
+        self.roots = tuple(root.resolve() for root in settings.roots)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pkg-kb")
+        self._kb: KnowledgeBase | None = None
+
+    async def run(self, work: Callable[..., T], *args: Any) -> T:
+        """Run blocking work on the KnowledgeBase's thread, one call at a time."""
+        return await asyncio.wrap_future(self._worker.submit(work, *args))
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        if self._kb is None:
+            raise ConfigError("the knowledge base is not open")
+        return self._kb
+
+    def open(self) -> None:
+        """Open the KnowledgeBase and warm its embedding model (on the worker thread)."""
+        s = self.settings
+        self._kb = KnowledgeBase(s.db_dir, s.store, s.embedder, s.cache_dir)
+        self._kb.embedder.embed_query("warm up the model")
+
+    def close(self) -> None:
+        if self._kb is not None:
+            self._kb.close()
+
+    def shutdown(self) -> None:
+        """Close the KnowledgeBase on its thread, then stop the thread."""
+        self._worker.submit(self.close).result()
+        self._worker.shutdown()
+
+    def allowed(self, paths: Sequence[str]) -> list[Path]:
+        """The paths resolved (relative ones against the first root), each checked to exist under a root."""
+        if not paths:
+            raise ConfigError("give at least one path to index")
+        resolved = []
+        for text in paths:
+            path = (self.roots[0] / text).resolve()
+            if not any(path.is_relative_to(root) for root in self.roots):
+                raise ConfigError(f"{text} is outside the allowed roots ({', '.join(map(str, self.roots))})")
+            if not path.exists():
+                raise ConfigError(f"{text} does not exist")
+            resolved.append(path)
+        return resolved
+
+
+def _result(data: dict[str, Any], text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def _result_row(result: Result, text: str) -> dict[str, Any]:
+    return {
+        "id": result.id,
+        "kind": result.kind,
+        "name": result.name,
+        "path": result.path,
+        "row": result.row,
+        "lines": list(result.lines),
+        "score": round(result.score, 4),
+        "text": text,
+        "pruned": result.pruned_text != result.text,
+    }
+
+
+def _title(result: Result) -> str:
+    where = result.path if result.row is None else f"{result.path}#row{result.row}"
+    return (
+        f"{result.name} ({where}:{result.lines[0]}-{result.lines[1]})"
+        if result.lines[0]
+        else f"{result.name} ({where})"
+    )
+
+
+def _fit(results: Sequence[Result], max_tokens: int | None) -> tuple[list[tuple[Result, str]], bool]:
+    """The results with their texts, cut to max_tokens tokens in all (whole results first)."""
+    texts = [r.pruned_text for r in results]
+    if max_tokens is None:
+        return list(zip(results, texts, strict=True)), False
+    kept, truncated = fit_snippets(texts, max_tokens, count_tokens)
+    return list(zip(results, kept, strict=False)), truncated
+
+
+Text = Annotated[str, Field(description="A task description in natural language, or code.")]
+ModeName = Annotated[
+    str,
+    Field(
+        description="Retrieval mode: " + "; ".join(f"{n}: {s.help}" for n, s in MODES.items()),
+        json_schema_extra={"enum": list(MODES)},
+    ),
+]
+K = Annotated[int, Field(description="Number of results, at least 1.", json_schema_extra={"minimum": 1})]
+Budget = Annotated[
+    int | None,
+    Field(
+        description="Most tokens (words and punctuation) of returned code in all; "
+        "results past it are dropped, the last one cut at a line.",
+        json_schema_extra={"minimum": 1},
+    ),
+]
+
+
+class Tools:
+    """The MCP tools: each validates its input, runs on the Workspace's thread, and answers with a
+    readable text and the same data as structured content."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.ws = workspace
+
+    async def _call(self, work: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
+        try:
+            return await self.ws.run(work, *args)
+        except PkgError as exc:
+            return _error(str(exc))
+
+    async def search(
+        self, text: Text, mode: ModeName = Mode.FUNC.value, k: K = 5, prune: bool = True, max_tokens: Budget = None
+    ) -> CallToolResult:
+        """Search the Programming Knowledge Graph for code similar to a task or snippet. Returns the k best
+        functions, blocks, corpus items, chunks or JSON leaves (by mode), best first, each with its file,
+        lines, similarity score and code; with prune, irrelevant branches of retrieved functions are removed."""
+        return await self._call(self._search, text, mode, k, prune, max_tokens)
+
+    def _search(self, text: str, mode: str, k: int, prune: bool, max_tokens: int | None) -> CallToolResult:
+        _check_budget(max_tokens)
+        answer = self.ws.kb.query(text, mode, k, Options(with_pruning=prune))
+        fitted, truncated = _fit(answer.results, max_tokens)
+        rows = [_result_row(r, t) for r, t in fitted]
+        shown = "\n\n".join(
+            f"{i}. {_title(r)} [{r.kind} {r.score:.3f}]\n{t.rstrip()}" for i, (r, t) in enumerate(fitted, start=1)
+        )
+        return _result({"mode": mode, "results": rows, "truncated": truncated}, shown or f"no {mode} results")
+
+    async def get_function(
+        self,
+        name: Annotated[str | None, Field(description="Qualified name (`Class.method`) or its last part.")] = None,
+        path: Annotated[str | None, Field(description="The file's path, or its trailing part (`pkg/util.py`).")] = None,
+    ) -> CallToolResult:
+        """Look up functions in the knowledge graph by qualified name and/or file path. Returns each match's
+        NAME (qualified name, file, lines, language), its IMPL (full source) and its top-level blocks
+        (kind, lines, code). Give at least one of name and path."""
+        return await self._call(self._get_function, name, path)
+
+    def _get_function(self, name: str | None, path: str | None) -> CallToolResult:
+        name, path = (name or "").strip() or None, (path or "").strip() or None
+        if name is None and path is None:
+            raise ConfigError("give a function name, a path, or both")
+        store = self.ws.kb.store
+        found = store.contexts(store.find_functions(name, path, FUNCTION_LIMIT + 1))
+        blocks = {n.id: n for n in store.nodes([s.id for c in found for s in c.children]) if isinstance(n, BlockNode)}
+        functions = [
+            {
+                "name": c.function.name,
+                "path": c.function.source,
+                "row": c.function.row,
+                "lang": c.function.lang,
+                "lines": [c.start_line, c.end_line],
+                "impl": c.text,
+                "blocks": [
+                    {"kind": blocks[s.id].kind, "lines": [s.start_line, s.end_line], "text": blocks[s.id].text}
+                    for s in c.children
+                ],
+            }
+            for c in found[:FUNCTION_LIMIT]
+        ]
+        if not functions:
+            raise ConfigError(f"no function matches {_criteria(name, path)}")
+        shown = "\n\n".join(
+            f"# {c.function.name} ({c.function.source}:{c.start_line}-{c.end_line})\n{c.text.rstrip()}"
+            for c in found[:FUNCTION_LIMIT]
+        )
+        return _result({"functions": functions, "more": len(found) > FUNCTION_LIMIT}, shown)
+
+    async def get_context(
+        self,
+        task: Text,
+        k: K = 5,
+        mode: ModeName = Mode.FUNC.value,
+        max_tokens: Annotated[
+            int, Field(description="Most tokens of context.", json_schema_extra={"minimum": 1})
+        ] = 1500,
+    ) -> CallToolResult:
+        """Prompt-ready context for a coding task: the k most relevant pieces of code (pruned to what matters
+        for the task), titled with their names and files, in one <context> block that fits max_tokens tokens.
+        Paste it into the prompt of the model that writes the code."""
+        return await self._call(self._get_context, task, k, mode, max_tokens)
+
+    def _get_context(self, task: str, k: int, mode: str, max_tokens: int) -> CallToolResult:
+        _check_budget(max_tokens)
+        answer = self.ws.kb.query(task, mode, k, Options(with_pruning=True))
+        snippets = [f"# {_title(r)}\n{r.pruned_text.rstrip()}" for r in answer.results]
+        frame = count_tokens(context_block(["x"])) - 1  # the block's own words around the snippets
+        kept, truncated = fit_snippets(snippets, max(0, max_tokens - frame), count_tokens)
+        block = context_block(kept)
+        data = {
+            "context": block,
+            "items": [_title(r) for r in answer.results[: len(kept)]],
+            "tokens": count_tokens(block),
+            "truncated": truncated,
+        }
+        return _result(data, block or "no context found for this task")
+
+    async def search_docs(self, text: Text, k: K = 5) -> CallToolResult:
+        """Search the documentation and JSON documents in the knowledge graph (tutorials converted to JSON,
+        JSON files, JSONL rows): the k leaves most similar to the text, each behind the section titles
+        along its path."""
+        return await self._call(self._search_docs, text, k)
+
+    def _search_docs(self, text: str, k: int) -> CallToolResult:
+        answer = self.ws.kb.query(text, Mode.JSON, k, Options(with_titles=True))
+        rows = [
+            {"path": r.name, "source": r.path, "row": r.row, "score": round(r.score, 4), "text": r.pruned_text}
+            for r in answer.results
+        ]
+        shown = "\n".join(f"{i}. {row['text']}  ({row['source']})" for i, row in enumerate(rows, start=1))
+        return _result({"results": rows}, shown or "no documentation results")
+
+    async def stats(self) -> CallToolResult:
+        """What the knowledge graph holds: node counts per label, relationship counts per type, the embedder,
+        and the folders that `index` may read."""
+        return await self._call(self._stats)
+
+    def _stats(self) -> CallToolResult:
+        kb = self.ws.kb
+        found = kb.stats()
+        data = {
+            "nodes": found.counts.nodes,
+            "relationships": found.counts.relationships,
+            "embedder": asdict(found.embedder) if found.embedder else None,
+            "store": kb.store.location,
+            "roots": [str(r) for r in self.ws.roots],
+        }
+        return _result(data, json.dumps(data, indent=2))
+
+    async def index(
+        self,
+        paths: Annotated[
+            list[str],
+            Field(
+                description="Files or folders under the allowed roots (relative paths are taken from the first root)."
+            ),
+        ],
+        ctx: Context,
+    ) -> CallToolResult:
+        """Build or update the knowledge graph from files and folders (code, tutorials, JSON, JSONL): only
+        files changed since the last build are parsed and embedded, files gone are removed. Reports progress
+        while it runs; queries wait until it is done."""
+        loop = asyncio.get_running_loop()
+
+        def report(progress: float, message: str) -> None:
+            sent = asyncio.run_coroutine_threadsafe(ctx.report_progress(progress, None, message), loop)
+            try:
+                sent.result()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the client went away: the build goes on without an audience
+
+        try:
+            chosen = self.ws.allowed(paths)
+        except PkgError as exc:
+            return _error(str(exc))
+        return await self._call(self._index, chosen, StageProgress(report))
+
+    def _index(self, paths: list[Path], progress: Progress) -> CallToolResult:
+        built = self.ws.kb.build(paths, progress=progress)
+        return _result(asdict(built.report) | {"bm25": built.bm25}, "indexed: " + _describe(built.report))
+
+
+def _describe(report: BuildReport) -> str:
+    return (
+        f"files built {report.files}, unchanged {report.unchanged_files}, removed {report.removed_files}; "
+        f"functions {report.functions}, blocks {report.blocks}, nodes {report.nodes}, "
+        f"texts embedded {report.texts_embedded}, skipped {len(report.skipped)}"
+    )
+
+
+class StageProgress:
+    """A build's (stage, done, total) calls as one increasing MCP progress value: the units done in
+    every stage so far, sent at each tenth of a stage and when it ends (never twice the same value)."""
+
+    def __init__(self, send: Callable[[float, str], None]) -> None:
+        self._send = send
+        self._stage: str | None = None
+        self._offset = 0
+        self._last = 0
+        self._total = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self._stage:
+            self._offset += self._total
+            self._stage, self._last, self._total = stage, 0, total
+        if done > self._last and (done == total or done - self._last >= max(1, total // 10)):
+            self._last = done
+            self._send(float(self._offset + done), f"{stage} {done}/{total}")
+
+
+def _check_budget(max_tokens: int | None) -> None:
+    if max_tokens is not None and max_tokens < 1:
+        raise ConfigError("max_tokens must be at least 1")
+
+
+def _criteria(name: str | None, path: str | None) -> str:
+    return " in ".join(part for part in (name and f"name {name!r}", path and f"path {path!r}") if part)
+
+
+#: The tools, each with its hints for clients: (method name, title, read-only).
+TOOLS: tuple[tuple[str, str, bool], ...] = (
+    ("search", "Search code", True),
+    ("get_function", "Get a function", True),
+    ("get_context", "Context for a task", True),
+    ("search_docs", "Search documentation", True),
+    ("stats", "Knowledge graph statistics", True),
+    ("index", "Index files", False),
+)
+
+
+def build_server(workspace: Workspace) -> MCPServer:
+    """The MCP server with every tool bound to the workspace."""
+    server: MCPServer = MCPServer(
+        "pkg",
+        instructions="PKG, a Programming Knowledge Graph: search code and docs, look up functions, and get "
+        "prompt-ready context for a coding task. Call `index` to add or update files.",
+        log_level="WARNING",
+    )
+    # The SDK gives the root logger a stderr handler; libraries below log DEBUG records on loggers of
+    # their own level (bm25s), which must not reach it.
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(logging.WARNING)
+    tools = Tools(workspace)
+    for name, title, read_only in TOOLS:
+        server.add_tool(
+            getattr(tools, name),
+            name=name,
+            title=title,
+            annotations=ToolAnnotations(read_only_hint=read_only, open_world_hint=False),
+        )
+    return server
+
+
+def serve(
+    settings: ServeSettings, http: str | None = None, token: str | None = None, watch: Sequence[Path] = ()
+) -> None:
+    """Open the KnowledgeBase, warm the model and serve MCP over stdio, or Streamable HTTP at `http`
+    (HOST:PORT, path /mcp); keep the PKG up to date with the `watch` paths meanwhile. Binding anything
+    but loopback needs a bearer token."""
+    bind = parse_bind(http) if http else None
+    if bind and not is_loopback(bind[0]) and not token:
+        raise ConfigError(f"serving on {bind[0]} needs a bearer token: pass --token or set {TOKEN_ENV}")
+    asyncio.run(_serve(settings, bind, token, list(watch)))
+
+
+async def _serve(settings: ServeSettings, bind: tuple[str, int] | None, token: str | None, watch: list[Path]) -> None:
+    workspace = Workspace(settings)
+    watcher: asyncio.Task[None] | None = None
+    try:
+        await workspace.run(workspace.open)
+        server = build_server(workspace)
+        if watch:
+            watcher = asyncio.create_task(_watch(workspace, watch))
+        if bind is None:
+            _say("ready on stdio")
+            await server.run_stdio_async()
+        else:
+            await _serve_http(server, bind, token)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        workspace.shutdown()
+
+
+def watch_paths(settings: ServeSettings, paths: Sequence[Path], report: Callable[[str], None]) -> None:
+    """`pkg watch`: update the PKG from the paths once the watcher is live, then after every change to
+    them, until interrupted."""
+    with KnowledgeBase(settings.db_dir, settings.store, settings.embedder, settings.cache_dir) as kb:
+        changes = watchfiles.watch(*paths, **_watch_options(settings))
+        for _ in _builds_due(changes):
+            report(_update(kb, paths))
+
+
+async def _watch(workspace: Workspace, paths: Sequence[Path]) -> None:
+    """`pkg serve --watch`: the same updates, each on the KnowledgeBase's thread between tool calls."""
+    first = True
+    async for changes in watchfiles.awatch(*paths, **_watch_options(workspace.settings)):
+        if changes or first:
+            first = False
+            _say(await workspace.run(_update, workspace.kb, paths))
+
+
+def _builds_due(batches: Iterable[set[Any]]) -> Iterator[None]:
+    """One item for the first batch (the watcher is live by then, so no edit slips in between the first
+    build and the watch) and for every non-empty batch after it."""
+    first = True
+    for changes in batches:
+        if changes or first:
+            first = False
+            yield None
+
+
+def _update(kb: KnowledgeBase, paths: Sequence[Path]) -> str:
+    """An incremental build, described in one line; a failure is reported and the watch goes on."""
+    try:
+        return "updated: " + _describe(kb.build(paths).report)
+    except PkgError as exc:
+        return f"not updated: {exc}"
+
+
+def _watch_options(settings: ServeSettings) -> dict[str, Any]:
+    """watchfiles' default filter (no VCS folders, caches, editor files), also ignoring the database and
+    cache folders, which every build writes to; an empty batch after half a second of quiet, so the
+    first build can wait until the watcher is live."""
+    written = [settings.db_dir] + ([settings.cache_dir] if settings.cache_dir else [])
+    ignored = watchfiles.DefaultFilter(ignore_paths=[str(p.resolve()) for p in written])
+    return {"watch_filter": ignored, "yield_on_timeout": True, "rust_timeout": 500}
+
+
+async def _serve_http(server: MCPServer, bind: tuple[str, int], token: str | None) -> None:
+    import uvicorn
+
+    host, port = bind
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    if token:
+        app = BearerTokenGuard(app, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    shown = f"[{host}]" if ":" in host else host
+    _say(f"serving on http://{shown}:{port}{MCP_PATH}" + (" (bearer token required)" if token else ""))
+    await uvicorn.Server(config).serve()
+
+
+def _say(message: str) -> None:
+    print(f"pkg serve: {message}", file=sys.stderr, flush=True)

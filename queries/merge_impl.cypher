@@ -1,8 +1,0 @@
-// Insert or replace IMPL nodes: $rows = [{id, props, embedding}]; null props are left unset.
-// setNodeVectorProperty stores the vector as float[] (SET would store double[], twice the size).
-UNWIND $rows AS row
-MERGE (n:IMPL {id: row.id})
-SET n = row.props, n.id = row.id
-WITH n, row
-WHERE row.embedding IS NOT NULL
-CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding)

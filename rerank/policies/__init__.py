@@ -1,0 +1,38 @@
+"""Selection policies: which of one problem's candidates (one per generating arm) to answer with,
+from what the sandbox tells of them without the hidden tests. `POLICIES` is the table reports read."""
+
+from __future__ import annotations
+
+from rerank.policies.base import BASELINE_ARM, Assessment, Candidate, Policy, Selection, Task
+from rerank.policies.consensus import Cascade, Consensus
+from rerank.policies.examiner import assess
+from rerank.policies.paper import Paper
+from rerank.policies.probes import probe_calls, prose_examples, statement_calls
+
+__all__ = [
+    "BASELINE_ARM",
+    "POLICIES",
+    "Assessment",
+    "Candidate",
+    "Policy",
+    "Selection",
+    "Task",
+    "assess",
+    "probe_calls",
+    "prose_examples",
+    "statement_calls",
+]
+
+POLICIES: dict[str, Policy] = {
+    policy.name: policy
+    for policy in (
+        Paper(),
+        Paper(use_examples=True),
+        Cascade("cascade"),
+        Consensus("consensus", filtered=False),
+        Consensus("checked-consensus"),
+        Consensus("weighted-consensus", baseline_weight=2.0),
+        Consensus("weighted-consensus-shown", baseline_weight=2.0, mutations=False),
+        Cascade("cascade+consensus", then=Consensus("fallback", baseline_weight=2.0)),
+    )
+}

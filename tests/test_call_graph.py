@@ -1,0 +1,389 @@
+"""The code graph: CALLS, CONTAINS, INHERITS and IMPORTS edges, measured against a traced run of the
+standard library's own tests (Python), hand-counted on one fixture per other language, resolved as
+Python scopes and imports bind names, and kept right by incremental builds on both stores."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bench.bench_call_graph import SMALL, measure
+from ingest.link import link_edges
+from ingest.parse import parse_corpus
+from pkg.embedders import CachedEmbedder
+from pkg.graph import Edge, Rel
+from pkg.knowledge_base import KnowledgeBase
+from pkg.schema import ClassNode, FileNode, NameNode, NodeRecord, record_of
+from tests.conftest import FIXTURES, STDLIB, run_cli
+from tests.helpers import build
+from tests.store_support import snapshot
+from tests.test_incremental import Opener, assert_same_graph, open_store  # noqa: F401 (open_store: a fixture)
+
+STRUCTURE = FIXTURES / "structure"
+
+
+def _graph(paths: list[Path]) -> tuple[dict[str, NodeRecord], list[Edge]]:
+    """The records of a parsed corpus and its CONTAINS, IMPORTS and linked edges."""
+    corpus = parse_corpus(paths, parts={"functions"})
+    records = {n.id: record_of(n) for n in corpus.nodes}
+    tables = ([r for r in records.values() if isinstance(r, kind)] for kind in (FileNode, ClassNode, NameNode))
+    own = [e for s in corpus.sources for e in s.graph.edges if e.type in (Rel.CONTAINS, Rel.IMPORTS)]
+    return records, own + link_edges(*tables)
+
+
+def _named(records: dict[str, NodeRecord], edges: list[Edge], rel: Rel) -> set[tuple[str, ...]]:
+    """The edges of one type as (source name, target name[, resolution]); a FILE is "FILE"."""
+
+    def name(node_id: str) -> str:
+        return str(getattr(records[node_id], "name", records[node_id].LABEL.value))
+
+    return {
+        (name(e.src), name(e.dst), *([e.props["resolution"]] if rel is Rel.CALLS else []))
+        for e in edges
+        if e.type is rel
+    }
+
+
+# -- Python, against execution ------------------------------------------------------------------
+def test_python_calls_match_a_traced_run() -> None:
+    """textwrap, shlex and difflib under their own test suites: recall of the explicitly called pairs
+    and precision of the edges whose call site ran, both at least 0.90."""
+    result = measure(SMALL)
+    assert result.tests_run > 100 and result.traced_pairs > 50 and result.executed_edges > 40
+    assert result.recall_explicit >= 0.90, result.missed
+    assert result.precision >= 0.90, result.unobserved
+    assert result.recall_all >= 0.8  # implicit and indirect calls included
+
+
+# -- Python, resolution -------------------------------------------------------------------------
+_PACKAGE = {
+    "pkg/__init__.py": "from .util import helper\n",
+    "pkg/util.py": """\
+        def helper(x):
+            return x
+
+
+        def other():
+            return helper(1)
+        """,
+    "pkg/shapes.py": """\
+        from . import util
+        from .util import helper as h
+
+
+        class Base:
+            def __init__(self):
+                self.n = 0
+
+            def area(self):
+                return self.scale()
+
+            def scale(self):
+                return 1
+
+            @classmethod
+            def make(cls):
+                return cls.build()
+
+            @classmethod
+            def build(cls):
+                return cls()
+
+
+        class Square(Base):
+            def scale(self):
+                return super().scale() * 2
+
+            def both(self):
+                def inner():
+                    return h(2)
+
+                return inner() + util.helper(3) + self.area()
+        """,
+    "main.py": """\
+        import pkg.util as u
+        import pkg
+        from pkg.shapes import Square
+
+
+        def run():
+            s = Square()
+            u.other()
+            pkg.helper(4)
+            return s.both() + len([])
+        """,
+}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def test_python_names_resolve_through_scopes_imports_and_classes(tmp_path: Path) -> None:
+    _write(tmp_path, _PACKAGE)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("other", "helper", "local"),
+        ("Base.area", "Base.scale", "self"),
+        ("Base.area", "Square.scale", "override"),  # self may be a Square
+        ("Base.make", "Base.build", "self"),  # cls.build(); cls() itself names no function
+        ("Square.scale", "Base.scale", "super"),
+        ("Square.both.<locals>.inner", "helper", "import"),  # from .util import helper as h
+        ("Square.both", "Square.both.<locals>.inner", "local"),
+        ("Square.both", "helper", "import"),  # util.helper, util from `from . import util`
+        ("Square.both", "Base.area", "self"),
+        ("run", "Base.__init__", "import"),  # Square() runs Base.__init__
+        ("run", "other", "import"),  # import pkg.util as u
+        ("run", "helper", "import"),  # pkg.helper, re-exported by pkg/__init__.py
+        ("run", "Square.both", "instance"),  # s = Square(); s.both()
+    }
+    assert _named(records, edges, Rel.INHERITS) == {("Square", "Base")}
+    assert {m for f, m in _named(records, edges, Rel.IMPORTS) if m != "FILE"} == {"pkg", "pkg.util", "pkg.shapes"}
+    files = {r.id: Path(r.source).relative_to(tmp_path).as_posix() for r in records.values() if isinstance(r, FileNode)}
+    by_path = {(files.get(e.src), files.get(e.dst)) for e in edges if e.type is Rel.IMPORTS and e.dst in files}
+    assert by_path == {
+        ("pkg/__init__.py", "pkg/util.py"),
+        ("pkg/shapes.py", "pkg/util.py"),  # from . import util: the module pkg.util
+        ("main.py", "pkg/util.py"),
+        ("main.py", "pkg/__init__.py"),
+        ("main.py", "pkg/shapes.py"),
+    }
+    assert _named(records, edges, Rel.CONTAINS) == {
+        ("FILE", "helper"),
+        ("FILE", "other"),
+        ("Base", "Base.__init__"),
+        ("Base", "Base.scale"),
+        ("Base", "Base.make"),
+        ("Base", "Base.build"),
+        ("Square", "Square.scale"),
+        ("FILE", "Base"),
+        ("FILE", "Square"),
+        ("Base", "Base.area"),
+        ("Square", "Square.both"),
+        ("FILE", "Square.both.<locals>.inner"),
+        ("FILE", "run"),
+    }
+
+
+# -- the other languages, hand-counted ----------------------------------------------------------
+#: Per fixture: its CONTAINS, INHERITS and CALLS edges, counted by hand.
+LANGUAGE_CASES: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]], set[tuple[str, ...]]]] = {
+    "Shapes.java": (
+        {
+            ("FILE", "Shape"),
+            ("FILE", "Base"),
+            ("FILE", "Square"),
+            ("Base", "Base.area"),
+            ("Base", "Base.scale"),
+            ("Square", "Square.side"),
+        },
+        {("Base", "Shape"), ("Square", "Base")},
+        {
+            ("Base.area", "Base.scale", "self"),
+            ("Square.side", "Base.area", "self"),
+            ("Square.side", "Base.scale", "self"),
+        },
+    ),
+    "shapes.go": (
+        {
+            ("FILE", "Counter"),
+            ("Counter", "Counter.Add"),
+            ("Counter", "Counter.Get"),
+            ("FILE", "Total"),
+            ("FILE", "helper"),
+        },
+        set(),
+        {
+            ("Counter.Add", "Counter.Get", "self"),
+            ("Total", "Counter.Add", "local"),
+            ("Total", "Counter.Get", "local"),
+            ("Total", "helper", "local"),
+        },
+    ),
+    "shapes.rs": (
+        {
+            ("FILE", "Named"),
+            ("FILE", "Dog"),
+            ("Dog", "Dog.name"),
+            ("Dog", "Dog.describe"),
+            ("Dog", "Dog.new"),
+            ("FILE", "make"),
+        },
+        {("Dog", "Named")},  # impl Named for Dog
+        {("Dog.name", "Dog.describe", "self"), ("make", "Dog.new", "qualified"), ("make", "Dog.name", "local")},
+    ),
+    "shapes.c": (
+        {("FILE", "point"), ("FILE", "square"), ("FILE", "norm"), ("FILE", "main")},
+        set(),
+        {("norm", "square", "local"), ("main", "norm", "local")},  # abs is not in the corpus
+    ),
+    "shapes.cpp": (
+        {
+            ("FILE", "Animal"),
+            ("FILE", "Bird"),
+            ("Animal", "Animal.legs"),
+            ("Animal", "Animal.total"),
+            ("Bird", "Bird.legs"),
+            ("Bird", "Bird.wings"),
+            ("FILE", "count"),
+        },
+        {("Bird", "Animal")},
+        {
+            ("Animal.total", "Animal.legs", "self"),
+            ("Bird.wings", "Animal.total", "self"),
+            ("Bird.wings", "Bird.legs", "self"),
+            ("count", "Bird.wings", "local"),
+            ("count", "Animal.total", "local"),
+        },
+    ),
+    "Shapes.cs": (
+        {
+            ("FILE", "Zoo.IFeed"),
+            ("FILE", "Zoo.Keeper"),
+            ("FILE", "Zoo.HeadKeeper"),
+            ("Zoo.Keeper", "Zoo.Keeper.Feed"),
+            ("Zoo.Keeper", "Zoo.Keeper.Log"),
+            ("Zoo.HeadKeeper", "Zoo.HeadKeeper.Shift"),
+        },
+        {("Zoo.Keeper", "Zoo.IFeed"), ("Zoo.HeadKeeper", "Zoo.Keeper")},
+        {("Zoo.Keeper.Feed", "Zoo.Keeper.Log", "self"), ("Zoo.HeadKeeper.Shift", "Zoo.Keeper.Feed", "self")},
+    ),
+    "shapes.ts": (
+        {
+            ("FILE", "Sized"),
+            ("FILE", "Box"),
+            ("FILE", "BigBox"),
+            ("Box", "Box.size"),
+            ("Box", "Box.width"),
+            ("BigBox", "BigBox.width"),
+            ("FILE", "total"),
+        },
+        {("Box", "Sized"), ("BigBox", "Box")},
+        {("Box.size", "Box.width", "self"), ("BigBox.width", "Box.width", "self"), ("total", "Box.size", "local")},
+    ),
+    "shapes.js": (
+        {
+            ("FILE", "Stack"),
+            ("Stack", "Stack.constructor"),
+            ("Stack", "Stack.push"),
+            ("Stack", "Stack.size"),
+            ("FILE", "fill"),
+            ("FILE", "report"),
+        },
+        set(),
+        # this.items.push(x) is a method of a field: not Stack.push
+        {
+            ("Stack.push", "Stack.size", "self"),
+            ("fill", "Stack.push", "local"),
+            ("fill", "report", "local"),
+            ("report", "Stack.size", "local"),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(LANGUAGE_CASES))
+def test_language_structure_is_exactly_the_hand_count(fixture: str) -> None:
+    records, edges = _graph([STRUCTURE / fixture])
+    contains, inherits, calls = LANGUAGE_CASES[fixture]
+    assert _named(records, edges, Rel.CONTAINS) == contains
+    assert _named(records, edges, Rel.INHERITS) == inherits
+    assert _named(records, edges, Rel.CALLS) == calls
+    assert len([e for e in edges if e.type is Rel.CALLS]) == len(calls)
+
+
+# -- stores: cross-file edges follow incremental builds -----------------------------------------
+def _calls(store_graph: set[tuple[str, str, str]]) -> int:
+    return sum(1 for _, rel, _ in store_graph if rel == "CALLS")
+
+
+def test_cross_file_edges_follow_edits_and_deletions(
+    open_store: Opener,  # noqa: F811 (the fixture)
+    module_embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> None:
+    """Editing the callee's file re-links the calls into it, deleting it removes them; each time the
+    incremental graph equals a clean build of the corpus as it is."""
+    root = tmp_path / "corpus"
+    _write(root, _PACKAGE)
+    shutil.copy(STDLIB / "textwrap.py", root / "textwrap.py")
+    store = open_store("incremental")
+    build([root], store, module_embedder, parts={"functions"})
+    first = snapshot(store)
+    kb = KnowledgeBase(tmp_path / "kb", store, module_embedder)  # the store queries the CLI uses
+    assert {(c.function.name, c.line, c.resolution) for _, calls in kb.calls("run") for c in calls} == {
+        ("Base.__init__", 7, "import"),
+        ("other", 8, "import"),
+        ("helper", 9, "import"),
+        ("Square.both", 10, "instance"),
+    }
+    assert {c.function.name for _, calls in kb.calls("helper", callers=True) for c in calls} == {
+        "other",
+        "Square.both.<locals>.inner",
+        "Square.both",
+        "run",
+    }
+    assert [(depth, getattr(r, "name", "FILE")) for depth, r in kb.file_outline("pkg/shapes.py")] == [
+        (0, "FILE"),
+        (1, "Base"),
+        (2, "Base.__init__"),
+        (2, "Base.area"),
+        (2, "Base.scale"),
+        (2, "Base.make"),
+        (2, "Base.build"),
+        (1, "Square"),
+        (2, "Square.scale"),
+        (2, "Square.both"),
+        (1, "Square.both.<locals>.inner"),
+    ]
+
+    util = root / "pkg" / "util.py"
+    util.write_text(util.read_text().replace("def other():", "def renamed():"))  # main.run called other
+    build([root], store, module_embedder, parts={"functions"})
+    edited = snapshot(store)
+    assert _calls(edited.edges) == _calls(first.edges) - 1
+    util.unlink()
+    build([root], store, module_embedder, parts={"functions"})
+    incremental = snapshot(store)
+    # helper (twice), the imports into util.py and other's own call are gone with the file
+    assert _calls(incremental.edges) < _calls(edited.edges)
+
+    clean = open_store("clean")
+    build([root], clean, module_embedder, parts={"functions"})
+    assert_same_graph(incremental, snapshot(clean))
+
+
+@pytest.mark.cli
+def test_the_cli_shows_callers_callees_and_files(tmp_path: Path) -> None:
+    db = str(tmp_path / "db")
+    built = run_cli("build", str(STRUCTURE), "--db", db, "--parts", "functions")
+    assert built.returncode == 0, built.stderr
+    callees = run_cli("graph", "callees", "Square.side", "--db", db, "--format", "json")
+    assert callees.returncode == 0, callees.stderr
+    [side] = json.loads(callees.stdout)
+    assert (side["name"], Path(side["source"]).name) == ("Square.side", "Shapes.java")
+    assert [(c["name"], c["line"], c["resolution"]) for c in side["callees"]] == [
+        ("Base.area", 13, "self"),
+        ("Base.scale", 13, "self"),
+    ]
+    callers = run_cli("graph", "callers", "Counter.Get", "--db", db)
+    assert callers.returncode == 0, callers.stderr
+    assert [line.split()[:2] for line in callers.stdout.splitlines()[1:]] == [["<-", "Counter.Add"], ["<-", "Total"]]
+    outline = run_cli("graph", "file", "shapes.rs", "--db", db)
+    assert outline.stdout.splitlines()[1:] == [
+        "  CLASS Named  1-3",
+        "  CLASS Dog  5-7",
+        "    NAME Dog.name  10-12",
+        "    NAME Dog.describe  16-18",
+        "    NAME Dog.new  19-21",
+        "  NAME make  24-27",
+    ]
+    missing = run_cli("graph", "callers", "no_such_function", "--db", db)
+    assert missing.returncode == 1 and missing.stderr == "pkg: no function named 'no_such_function'\n"

@@ -1,0 +1,421 @@
+"""`pkg serve` end to end: the MCP SDK's own client talks to the real server over stdio and over
+Streamable HTTP, on a database built by the real `pkg build`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from pkg.embedders import CachedEmbedder
+from pkg.errors import ConfigError
+from pkg.server import BearerTokenGuard, StageProgress, is_loopback, parse_bind
+from pkg.stores.embedded import EmbeddedStore
+from pkg.stores.neo4j_store import Neo4jStore
+from retrieval.search import MODES
+from tests.conftest import FIXTURES, run_cli
+from tests.helpers import build
+
+TOOLS = {"search", "get_function", "get_context", "search_docs", "stats", "index"}
+NEW_FUNCTION = "def celsius_to_fahrenheit(celsius):\n    return celsius * 9 / 5 + 32\n"
+
+
+# -- unit tests of the pieces that need no server -----------------------------------------------------------
+def test_bind_addresses_are_parsed_and_checked() -> None:
+    assert parse_bind("127.0.0.1:8765") == ("127.0.0.1", 8765)
+    assert parse_bind("[::1]:80") == ("::1", 80)
+    for wrong in ("8765", "host:", "host:99999", "host:0"):
+        with pytest.raises(ConfigError, match="HOST:PORT"):
+            parse_bind(wrong)
+    hosts = ("127.0.0.1", "127.8.0.1", "::1", "localhost", "0.0.0.0", "10.0.0.1", "example.org")
+    assert [is_loopback(h) for h in hosts] == [True, True, True, True, False, False, False]
+
+
+def test_build_stages_become_one_increasing_progress() -> None:
+    sent: list[tuple[float, str]] = []
+    progress = StageProgress(lambda value, message: sent.append((value, message)))
+    for stage, total in (("parse", 3), ("embed", 40), ("write", 2)):
+        for done in range(total + 1):
+            progress(stage, done, total)
+    values = [value for value, _ in sent]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    assert sent[-1] == (45.0, "write 2/2")
+    assert len([m for _, m in sent if m.startswith("embed")]) <= 12  # a tenth of a stage at a time
+
+
+# -- a real server over stdio and over HTTP -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Built:
+    root: Path  # the folder `index` may read, holding a copy of the fixture corpus
+    db: Path
+    env: dict[str, str]
+    nodes: dict[str, int]  # node counts per label, as `pkg stats` reports them
+
+
+def _nodes(db: Path) -> dict[str, int]:
+    done = run_cli("stats", "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout)["nodes"])
+
+
+def _build(folder: Path, env: dict[str, str]) -> Built:
+    """A copy of the fixture corpus under folder/root, built by the real `pkg build` into folder/db."""
+    root, db = folder / "root", folder / "db"
+    shutil.copytree(FIXTURES / "corpus", root / "corpus", ignore=shutil.ignore_patterns("__pycache__"))
+    done = run_cli("build", str(root / "corpus"), "--db", str(db), env_extra=env)
+    assert done.returncode == 0, done.stderr
+    built = Built(root, db, env, _nodes(db))
+    assert (built.nodes["NAME"], built.nodes["BLOCK"]) == (7, 10)  # tests/test_cli.py checks the rest
+    return built
+
+
+@pytest.fixture(scope="module")
+def cache_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, cache_env: dict[str, str]) -> Built:
+    return _build(tmp_path_factory.mktemp("served"), cache_env)
+
+
+def _serve_args(built: Built, *extra: str) -> list[str]:
+    return ["-m", "pkg", "serve", "--db", str(built.db), "--root", str(built.root), *extra]
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def _ok(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, _text(result)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def _refused(client: Client, tool: str, arguments: dict[str, Any], expected: str) -> None:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result
+    message = _text(result)
+    assert expected in message and "\n" not in message and "Traceback" not in message, message
+
+
+async def _every_tool(client: Client, built: Built) -> None:
+    """Lists the tools and calls each one, checking its answer against the fixture corpus."""
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert all(tool.description and len(tool.description) > 40 for tool in tools.values())
+    search_schema = tools["search"].input_schema
+    assert search_schema["properties"]["mode"]["enum"] == list(MODES)
+    assert search_schema["properties"]["k"]["minimum"] == 1
+    assert search_schema["required"] == ["text"]
+    assert tools["index"].input_schema["required"] == ["paths"]
+
+    found = await _ok(client, "search", {"text": "area of a circle from its radius", "k": 2})
+    assert found["results"][0]["name"] == "Circle.area" and "math.pi" in found["results"][0]["text"]
+    lexical = await _ok(client, "search", {"text": "fibonacci", "mode": "bm25-func", "k": 1})
+    assert lexical["results"][0]["name"] == "fibonacci"
+    budget = await _ok(client, "search", {"text": "read the lines of a file", "k": 3, "max_tokens": 12})
+    assert budget["truncated"] and len(budget["results"]) == 1
+
+    function = (await _ok(client, "get_function", {"name": "read_lines", "path": "pkgdemo/shapes.py"}))["functions"]
+    assert [f["name"] for f in function] == ["read_lines"]
+    assert function[0]["impl"].startswith("def read_lines(path):")
+    assert [(b["kind"], b["lines"]) for b in function[0]["blocks"]] == [("with", [24, 27])]
+    in_file = (await _ok(client, "get_function", {"path": "alpaca.jsonl"}))["functions"]
+    assert [f["name"] for f in in_file] == ["is_prime", "reverse_words"]
+
+    context = await _ok(client, "get_context", {"task": "yield the non-empty lines of a text file", "max_tokens": 400})
+    assert context["items"][0].startswith("read_lines (") and "<context>" in context["context"]
+    assert 0 < context["tokens"] <= 400
+    small = await _ok(client, "get_context", {"task": "yield the non-empty lines of a text file", "max_tokens": 40})
+    assert small["truncated"] and small["tokens"] <= 40
+
+    docs = (await _ok(client, "search_docs", {"text": "check whether a number is prime", "k": 2}))["results"]
+    assert docs[0]["source"].endswith("alpaca.jsonl") and "prime" in docs[0]["text"]
+
+    stats = await _ok(client, "stats", {})
+    assert stats["nodes"] == built.nodes and stats["embedder"] == {"name": "st:all-MiniLM-L6-v2", "dim": 384}
+    assert stats["roots"] == [str(built.root.resolve())]
+
+
+async def _bad_input_then_serving(client: Client, built: Built) -> None:
+    await _refused(client, "search", {"text": "sort a list", "mode": "nope"}, "unknown mode 'nope'")
+    await _refused(client, "search", {"text": "sort a list", "k": 0}, "k must be at least 1")
+    await _refused(client, "search", {"text": "   "}, "the query is empty")
+    await _refused(client, "get_context", {"task": "sort", "max_tokens": 0}, "max_tokens must be at least 1")
+    await _refused(client, "get_function", {}, "give a function name, a path, or both")
+    await _refused(client, "get_function", {"name": "no_such_function"}, "no function matches name 'no_such_function'")
+    await _refused(client, "index", {"paths": [str(built.root.parent)]}, "outside the allowed roots")
+    await _refused(client, "index", {"paths": ["../.."]}, "outside the allowed roots")
+    await _refused(client, "index", {"paths": ["missing.py"]}, "does not exist")
+    still = await _ok(client, "search", {"text": "fibonacci numbers", "k": 1})
+    assert still["results"][0]["name"] == "fibonacci"
+
+
+async def _index_picks_up_a_new_file(client: Client, built: Built) -> None:
+    (built.root / "corpus" / "convert.py").write_text(NEW_FUNCTION)
+    updates: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total, message))
+
+    result = await client.call_tool("index", {"paths": ["corpus"]}, progress_callback=on_progress)
+    assert not result.is_error, _text(result)
+    report = result.structured_content or {}
+    assert (report["files"], report["unchanged_files"], report["functions"]) == (1, 2, 1)
+    values = [value for value, _, _ in updates]
+    assert values and values == sorted(values)
+    assert {message.split()[0] for _, _, message in updates if message} >= {"parse", "embed", "write"}
+    found = (await _ok(client, "get_function", {"name": "celsius_to_fahrenheit"}))["functions"]
+    assert found[0]["path"] == str((built.root / "corpus" / "convert.py").resolve())
+    hit = await _ok(client, "search", {"text": "convert a temperature from celsius to fahrenheit", "k": 1})
+    assert hit["results"][0]["name"] == "celsius_to_fahrenheit"
+    assert (await _ok(client, "stats", {}))["nodes"]["NAME"] == built.nodes["NAME"] + 1
+
+
+@pytest.mark.cli
+def test_stdio_serves_every_tool_answers_bad_input_and_indexes(cache_env: dict[str, str], tmp_path: Path) -> None:
+    own = _build(tmp_path, cache_env)
+    params = StdioServerParameters(command=sys.executable, args=_serve_args(own), env=own.env)
+
+    async def scenario() -> None:
+        async with Client(params) as client:
+            await _every_tool(client, own)
+            await _bad_input_then_serving(client, own)
+            await _index_picks_up_a_new_file(client, own)
+
+    asyncio.run(scenario())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class HttpServer:
+    url: str
+    token: str
+    built: Built
+
+
+def _wait_for_http(process: subprocess.Popen[str], host: str, port: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            errors = process.stderr.read() if process.stderr else ""
+            raise AssertionError(f"pkg serve exited with {process.returncode}: {errors}")
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("pkg serve did not listen within 120 s")
+
+
+@pytest.fixture(scope="module")
+def http_server(built: Built) -> Iterator[HttpServer]:
+    own = built
+    port, token = _free_port(), "s3cret-token"
+    process = subprocess.Popen(
+        [sys.executable, *_serve_args(own, "--http", f"127.0.0.1:{port}")],
+        env={**os.environ, **own.env, "PKG_SERVE_TOKEN": token},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for_http(process, "127.0.0.1", port)
+        yield HttpServer(f"http://127.0.0.1:{port}/mcp", token, own)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _client(server: HttpServer, token: str | None = None) -> Client:
+    headers = {"Authorization": f"Bearer {token or server.token}"}
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+    return Client(streamable_http_client(server.url, http_client=http))
+
+
+@pytest.mark.cli
+def test_http_serves_every_tool_and_answers_bad_input(http_server: HttpServer) -> None:
+    async def scenario() -> None:
+        async with _client(http_server) as client:
+            await _every_tool(client, http_server.built)
+            await _bad_input_then_serving(client, http_server.built)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.cli
+def test_http_refuses_a_missing_or_wrong_token_with_401(http_server: HttpServer) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}},
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers in (
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": http_server.token},
+        {"Authorization": f"Basic {http_server.token}"},
+    ):
+        answer = httpx2.post(http_server.url, json=initialize, headers=accept | headers, timeout=30)
+        assert (answer.status_code, answer.content) == (401, b""), headers
+    good = httpx2.post(
+        http_server.url, json=initialize, timeout=30, headers=accept | {"Authorization": f"Bearer {http_server.token}"}
+    )
+    assert good.status_code == 200, good.text
+
+    async def with_sdk_client() -> None:
+        async with _client(http_server, token="wrong") as client:
+            await client.list_tools()
+
+    with pytest.raises(BaseExceptionGroup) as refused:  # the SDK client cannot even initialize
+        asyncio.run(with_sdk_client())
+    assert refused.value.subgroup(lambda exc: isinstance(exc, MCPError)) is not None
+
+
+@pytest.mark.cli
+def test_http_answers_eight_clients_at_once(http_server: HttpServer) -> None:
+    queries = {
+        "area of a circle from its radius": "Circle.area",
+        "the n-th fibonacci number": "fibonacci",
+        "yield the non-empty lines of a text file": "read_lines",
+        "check whether a number is prime": "is_prime",
+    }
+
+    async def one(text: str) -> str:
+        async with _client(http_server) as client:
+            names = []
+            for _ in range(3):
+                found = await _ok(client, "search", {"text": text, "k": 1})
+                names.append(found["results"][0]["name"])
+            assert len(set(names)) == 1
+            return names[0]
+
+    async def scenario() -> list[str]:
+        texts = [text for text in queries for _ in range(2)]
+        return list(await asyncio.gather(*(one(text) for text in texts)))
+
+    answers = asyncio.run(scenario())
+    assert answers == [queries[text] for text in queries for _ in range(2)]
+
+
+@pytest.mark.cli
+def test_serving_beyond_loopback_needs_a_token(built: Built) -> None:
+    done = run_cli(*_serve_args(built, "--http", "0.0.0.0:8765")[2:], env_extra={"PKG_SERVE_TOKEN": ""})
+    assert done.returncode != 0
+    assert done.stderr.strip() == "pkg: serving on 0.0.0.0 needs a bearer token: pass --token or set PKG_SERVE_TOKEN"
+
+
+def test_the_token_guard_passes_lifespan_events() -> None:
+    seen: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["type"])
+
+    async def scenario() -> None:
+        guard = BearerTokenGuard(app, "t")
+        await guard({"type": "lifespan"}, None, None)
+        await guard({"type": "http", "headers": [(b"authorization", b"Bearer t")]}, None, None)
+
+    asyncio.run(scenario())
+    assert seen == ["lifespan", "http"]
+
+
+# -- keeping the PKG up to date with files as they change ---------------------------------------------------
+@pytest.mark.cli
+def test_serve_watch_picks_up_an_edit(cache_env: dict[str, str], tmp_path: Path) -> None:
+    own = _build(tmp_path, cache_env)
+    params = StdioServerParameters(
+        command=sys.executable, args=_serve_args(own, "--watch", str(own.root / "corpus")), env=own.env
+    )
+
+    async def scenario() -> None:
+        async with Client(params) as client:
+            await _ok(client, "stats", {})  # served while the watcher's first (no-op) build runs or ran
+            (own.root / "corpus" / "convert.py").write_text(NEW_FUNCTION)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                result = await client.call_tool("get_function", {"name": "celsius_to_fahrenheit"})
+                if not result.is_error:
+                    return
+                await asyncio.sleep(0.5)
+            raise AssertionError("the new function never appeared")
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.cli
+def test_watch_builds_then_updates_on_an_edit(cache_env: dict[str, str], tmp_path: Path) -> None:
+    own = _build(tmp_path, cache_env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pkg", "watch", str(own.root / "corpus"), "--db", str(own.db)],
+        env={**os.environ, **own.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("updated: files built 0, unchanged 2, removed 0"), first
+        (own.root / "corpus" / "pkgdemo" / "shapes.py").write_text(
+            (FIXTURES / "corpus" / "pkgdemo" / "shapes.py").read_text() + "\n\n" + NEW_FUNCTION
+        )
+        second = process.stdout.readline()
+        assert second.startswith("updated: files built 1, unchanged 1, removed 0; functions 6,"), second
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert _nodes(own.db)["NAME"] == own.nodes["NAME"] + 1
+
+
+# -- the store lookup behind get_function, on both stores ----------------------------------------------------
+def test_both_stores_find_the_same_functions(module_embedder: CachedEmbedder, empty_neo4j: str, tmp_path: Path) -> None:
+    stores = [EmbeddedStore(tmp_path / "db", create=True), Neo4jStore(empty_neo4j)]
+    try:
+        for store in stores:
+            build([FIXTURES / "corpus"], store, module_embedder)
+        cases = [
+            ("area", None),
+            ("Circle.area", None),
+            ("__init__", "pkgdemo/shapes.py"),
+            (None, "alpaca.jsonl"),
+            ("ea", None),
+            ("fibonacci", "alpaca.jsonl"),
+            (None, "shapes.py"),
+            (None, None),
+        ]
+        for name, source in cases:
+            found = [[c.function.name for c in s.contexts(s.find_functions(name, source, 6))] for s in stores]
+            assert found[0] == found[1], (name, source)
+        in_file = [c.function.name for c in stores[1].contexts(stores[1].find_functions(None, "shapes.py", 10))]
+        assert in_file == ["Circle.__init__", "Circle.area", "fibonacci", "read_lines", "fetch_all"]
+        assert stores[1].find_functions("ea", None, 10) == [] and len(stores[1].find_functions(None, None, 6)) == 6
+    finally:
+        for store in stores:
+            store.close()
