@@ -24,8 +24,7 @@ from pkg.evaluation.arms import DERIVED, GENERATING
 from pkg.evaluation.generate import DEFAULT_ARMS, DEFAULT_POLICY
 from pkg.generators import DEFAULT_GENERATOR
 from pkg.generators import SPEC_HELP as GENERATOR_HELP
-from pkg.knowledge_base import KnowledgeBase
-from pkg.schema import NameNode
+from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
 from rerank.policies import POLICIES
 from rerank.sandbox import MODES as SANDBOX_MODES
@@ -93,15 +92,47 @@ def _cache_option(command: Any) -> Any:
     )(command)
 
 
-def _concurrency_option(command: Any) -> Any:
-    return click.option(
-        "--concurrency",
-        type=click.IntRange(min=1),
-        default=1,
-        show_default=True,
-        help="Generation requests in flight at once, for openai: servers (vLLM, Ollama, hosted APIs); replies "
-        "and their order are the same as one at a time. llama: models answer one at a time and refuse more.",
-    )(command)
+def _generation_options(command: Any) -> Any:
+    """The options of the commands that generate and judge candidates: the LLM, how much context and
+    reply, requests in flight, and the sandbox."""
+    options = [
+        click.option(
+            "--generator",
+            "generator_spec",
+            default=DEFAULT_GENERATOR,
+            show_default=True,
+            help=f"The LLM: {GENERATOR_HELP}.",
+        ),
+        click.option(
+            "-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Retrieved items per prompt."
+        ),
+        click.option(
+            "--max-new-tokens",
+            type=click.IntRange(min=1),
+            default=512,
+            show_default=True,
+            help="Token limit of each (greedy) reply.",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Generation requests in flight at once, for openai: servers (vLLM, Ollama, hosted APIs); replies "
+            "and their order are the same as one at a time. llama: models answer one at a time and refuse more.",
+        ),
+        click.option(
+            "--sandbox",
+            "sandbox_mode",
+            type=click.Choice(SANDBOX_MODES),
+            default="auto",
+            show_default=True,
+            help="bwrap isolates candidates; weak (rlimits only) is the loud fallback.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 @contextmanager
@@ -390,20 +421,7 @@ def _calls_command(callers: bool) -> Any:
         with _knowledge_base(db_dir, store) as kb:
             found = kb.calls(name, callers=callers, limit=limit)
         if fmt == "json":
-            click.echo(
-                json.dumps(
-                    [
-                        {
-                            **_function_json(function),
-                            "callers" if callers else "callees": [
-                                {**_function_json(call.function), "line": call.line, "resolution": call.resolution}
-                                for call in calls
-                            ],
-                        }
-                        for function, calls in found
-                    ]
-                )
-            )
+            click.echo(json.dumps(calls_json(found, callers)))
             return
         if not found:
             raise click.ClickException(f"no function named {name!r}")
@@ -417,16 +435,6 @@ def _calls_command(callers: bool) -> Any:
                 )
 
     return command
-
-
-def _function_json(function: NameNode) -> dict[str, Any]:
-    return {
-        "name": function.name,
-        "source": function.source,
-        "start_line": function.start_line,
-        "end_line": function.end_line,
-        "lang": function.lang,
-    }
 
 
 graph.command("callers", help="The functions that call NAME (qualified, or its last parts).")(_calls_command(True))
@@ -443,16 +451,7 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
         outline = kb.file_outline(path)
     if not outline:
         raise click.ClickException(f"no code file {path!r} in the PKG")
-    rows: list[dict[str, Any]] = [
-        {
-            "depth": depth,
-            "label": record.LABEL.value,
-            "name": getattr(record, "name", record.source),
-            "start_line": getattr(record, "start_line", None),
-            "end_line": getattr(record, "end_line", None),
-        }
-        for depth, record in outline
-    ]
+    rows = outline_json(outline)
     if fmt == "json":
         click.echo(json.dumps(rows))
         return
@@ -478,9 +477,6 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     + ", ".join(DERIVED)
     + ".",
 )
-@click.option(
-    "--generator", "generator_spec", default=DEFAULT_GENERATOR, show_default=True, help=f"The LLM: {GENERATOR_HELP}."
-)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N problems.")
 @click.option(
     "--out",
@@ -499,15 +495,7 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     help="Another copy of MBPP: a folder with mbpp.jsonl and sanitized-mbpp.json "
     "(default: the release shipped with PKG).",
 )
-@click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Retrieved items per prompt.")
-@click.option(
-    "--max-new-tokens",
-    type=click.IntRange(min=1),
-    default=512,
-    show_default=True,
-    help="Token limit of each (greedy) reply.",
-)
-@_concurrency_option
+@_generation_options
 @click.option("--embedder", default=DEFAULT_SPEC, show_default=True, help=f"Embedding model: {SPEC_HELP}.")
 @click.option(
     "--docs/--no-docs",
@@ -521,14 +509,6 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     multiple=True,
     type=click.Path(exists=True, path_type=Path),
     help="Retrieve from these files and folders instead of the default corpus (repeatable).",
-)
-@click.option(
-    "--sandbox",
-    "sandbox_mode",
-    type=click.Choice(SANDBOX_MODES),
-    default="auto",
-    show_default=True,
-    help="bwrap isolates candidates; weak (rlimits only) is the loud fallback.",
 )
 @click.option(
     "--store", type=click.Choice(STORES), default="embedded", show_default=True, help="Where the retrieval graph lives."
@@ -636,9 +616,6 @@ def compare(
     help="Comma-separated generating arms, one candidate each: " + ", ".join(GENERATING) + ".",
 )
 @click.option(
-    "--generator", "generator_spec", default=DEFAULT_GENERATOR, show_default=True, help=f"The LLM: {GENERATOR_HELP}."
-)
-@click.option(
     "--policy",
     "policy_name",
     type=click.Choice(list(POLICIES)),
@@ -649,23 +626,7 @@ def compare(
     "130, NoRAG 119), whose statements show examples with outputs as a task here does; "
     "weighted-consensus leads on MBPP, whose calls come without outputs, which never happens here.",
 )
-@click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Retrieved items per prompt.")
-@click.option(
-    "--max-new-tokens",
-    type=click.IntRange(min=1),
-    default=512,
-    show_default=True,
-    help="Token limit of each (greedy) reply.",
-)
-@_concurrency_option
-@click.option(
-    "--sandbox",
-    "sandbox_mode",
-    type=click.Choice(SANDBOX_MODES),
-    default="auto",
-    show_default=True,
-    help="bwrap isolates candidates; weak (rlimits only) is the loud fallback.",
-)
+@_generation_options
 @click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
 @click.option(
     "--format",

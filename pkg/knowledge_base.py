@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ingest.parse import DEFAULT_CHUNK_SIZE, PARTS, BuildReport, parse_corpus
 from ingest.sources import MAX_FILE_BYTES, Structurer
@@ -47,6 +48,45 @@ class Call:
     function: NameNode
     line: int
     resolution: str
+
+
+def function_json(function: NameNode) -> dict[str, Any]:
+    """A function's name, file, lines and language, as `pkg graph` and `pkg serve` answer them."""
+    return {
+        "name": function.name,
+        "source": function.source,
+        "start_line": function.start_line,
+        "end_line": function.end_line,
+        "lang": function.lang,
+    }
+
+
+def calls_json(found: list[tuple[NameNode, list[Call]]], callers: bool) -> list[dict[str, Any]]:
+    """What `KnowledgeBase.calls` found, as JSON: each function with its `callers` or `callees`."""
+    return [
+        {
+            **function_json(function),
+            "callers" if callers else "callees": [
+                {**function_json(call.function), "line": call.line, "resolution": call.resolution} for call in calls
+            ],
+        }
+        for function, calls in found
+    ]
+
+
+def outline_json(outline: list[tuple[int, NodeRecord]]) -> list[dict[str, Any]]:
+    """What `KnowledgeBase.file_outline` found, as JSON rows: depth, label, name and lines (a FILE's name
+    is its path and its lines None)."""
+    return [
+        {
+            "depth": depth,
+            "label": record.LABEL.value,
+            "name": getattr(record, "name", record.source),
+            "start_line": getattr(record, "start_line", None),
+            "end_line": getattr(record, "end_line", None),
+        }
+        for depth, record in outline
+    ]
 
 
 @dataclass(frozen=True)

@@ -209,6 +209,10 @@ class RelRecord:
     src: str
     dst: str
 
+    def __init_subclass__(cls, rel: Rel, sources: tuple[Label, ...], targets: tuple[Label, ...], **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls.TYPE, cls.SOURCES, cls.TARGETS = rel, sources, targets
+
     @classmethod
     def properties(cls) -> tuple[str, ...]:
         """The names of its stored properties."""
@@ -220,87 +224,51 @@ class RelRecord:
 
 
 @dataclass(frozen=True)
-class HasImpl(RelRecord):
+class HasImpl(RelRecord, rel=Rel.HAS_IMPL, sources=(Label.NAME,), targets=(Label.IMPL,)):
     """A function's name to its source."""
 
-    TYPE = Rel.HAS_IMPL
-    SOURCES = (Label.NAME,)
-    TARGETS = (Label.IMPL,)
-
 
 @dataclass(frozen=True)
-class HasBlock(RelRecord):
+class HasBlock(RelRecord, rel=Rel.HAS_BLOCK, sources=(Label.IMPL,), targets=(Label.BLOCK,)):
     """A function to each top-level block of its body."""
 
-    TYPE = Rel.HAS_BLOCK
-    SOURCES = (Label.IMPL,)
-    TARGETS = (Label.BLOCK,)
-
 
 @dataclass(frozen=True)
-class Parent(RelRecord):
+class Parent(RelRecord, rel=Rel.PARENT, sources=(Label.BLOCK,), targets=(Label.BLOCK,)):
     """A block to each block directly nested in it."""
 
-    TYPE = Rel.PARENT
-    SOURCES = (Label.BLOCK,)
-    TARGETS = (Label.BLOCK,)
-
 
 @dataclass(frozen=True)
-class Next(RelRecord):
+class Next(RelRecord, rel=Rel.NEXT, sources=(Label.CHUNK,), targets=(Label.CHUNK,)):
     """A chunk to the following chunk of the same file."""
 
-    TYPE = Rel.NEXT
-    SOURCES = (Label.CHUNK,)
-    TARGETS = (Label.CHUNK,)
-
 
 @dataclass(frozen=True)
-class JsonChild(RelRecord):
+class JsonChild(RelRecord, rel=Rel.JSON_CHILD, sources=(Label.PATH,), targets=(Label.PATH, Label.PATHVALUE)):
     """A JSON path to each of its children."""
 
-    TYPE = Rel.JSON_CHILD
-    SOURCES = (Label.PATH,)
-    TARGETS = (Label.PATH, Label.PATHVALUE)
-
 
 @dataclass(frozen=True)
-class Contains(RelRecord):
+class Contains(RelRecord, rel=Rel.CONTAINS, sources=(Label.FILE, Label.CLASS), targets=(Label.CLASS, Label.NAME)):
     """A file to its top-level classes and functions, a class to its nested classes and methods."""
 
-    TYPE = Rel.CONTAINS
-    SOURCES = (Label.FILE, Label.CLASS)
-    TARGETS = (Label.CLASS, Label.NAME)
-
 
 @dataclass(frozen=True)
-class Calls(RelRecord):
+class Calls(RelRecord, rel=Rel.CALLS, sources=(Label.NAME,), targets=(Label.NAME,)):
     """A function to a function it may call: one edge per callee (ambiguous candidates each get one)."""
-
-    TYPE = Rel.CALLS
-    SOURCES = (Label.NAME,)
-    TARGETS = (Label.NAME,)
 
     line: int  # the first call site in the caller's file
     resolution: str  # how the callee was found: see ingest.link.RESOLUTIONS
 
 
 @dataclass(frozen=True)
-class Imports(RelRecord):
+class Imports(RelRecord, rel=Rel.IMPORTS, sources=(Label.FILE,), targets=(Label.MODULE, Label.FILE)):
     """A file to each module it imports, and to the corpus file that module resolves to."""
-
-    TYPE = Rel.IMPORTS
-    SOURCES = (Label.FILE,)
-    TARGETS = (Label.MODULE, Label.FILE)
 
 
 @dataclass(frozen=True)
-class Inherits(RelRecord):
+class Inherits(RelRecord, rel=Rel.INHERITS, sources=(Label.CLASS,), targets=(Label.CLASS,)):
     """A class to each base class it resolves to."""
-
-    TYPE = Rel.INHERITS
-    SOURCES = (Label.CLASS,)
-    TARGETS = (Label.CLASS,)
 
 
 #: The record type of every node label.

@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ingest.parse import BuildReport
 from pkg.errors import ConfigError, PkgError
 from pkg.evaluation.prompts import context_block, fit_snippets
-from pkg.knowledge_base import KnowledgeBase
+from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.progress import Progress
 from pkg.schema import BlockNode
 from retrieval.search import MODES, Mode, Options, Result
@@ -214,6 +214,10 @@ Budget = Annotated[
         json_schema_extra={"minimum": 1},
     ),
 ]
+FunctionName = Annotated[str, Field(description="Qualified name (`Class.method`) or its last parts (`method`).")]
+Limit = Annotated[
+    int, Field(description="At most this many functions of that name, at least 1.", json_schema_extra={"minimum": 1})
+]
 
 
 class Tools:
@@ -331,6 +335,66 @@ class Tools:
         shown = "\n".join(f"{i}. {row['text']}  ({row['source']})" for i, row in enumerate(rows, start=1))
         return _result({"results": rows}, shown or "no documentation results")
 
+    async def callers(self, name: FunctionName, limit: Limit = FUNCTION_LIMIT) -> CallToolResult:
+        """Who calls a function: each function whose qualified name is `name` (or ends with it), with the
+        functions that call it, each with its file, lines, the line of the call and how the call was resolved
+        (local, import, self, ...). An unknown name gives an empty list."""
+        return await self._call(self._calls, name, limit, True)
+
+    async def callees(self, name: FunctionName, limit: Limit = FUNCTION_LIMIT) -> CallToolResult:
+        """What a function calls: each function whose qualified name is `name` (or ends with it), with the
+        functions of the knowledge graph it calls, each with its file, lines, the line of the call and how the
+        call was resolved (local, import, self, ...). An unknown name gives an empty list."""
+        return await self._call(self._calls, name, limit, False)
+
+    def _calls(self, name: str, limit: int, callers: bool) -> CallToolResult:
+        name = name.strip()
+        if not name:
+            raise ConfigError("give a function name")
+        if limit < 1:
+            raise ConfigError("limit must be at least 1")
+        found = self.ws.kb.calls(name, callers=callers, limit=limit)
+        arrow = "<-" if callers else "->"
+        shown = "\n".join(
+            f"{f.name} ({f.source}:{f.start_line})"
+            + "".join(
+                f"\n  {arrow} {c.function.name} ({c.function.source}:{c.function.start_line}), "
+                f"line {c.line}, {c.resolution}"
+                for c in calls
+            )
+            for f, calls in found
+        )
+        return _result({"functions": calls_json(found, callers)}, shown or f"no function named {name!r}")
+
+    async def file_outline(
+        self,
+        path: Annotated[
+            str,
+            Field(
+                description="A code file under the allowed roots (relative paths are taken from the first root), "
+                "as `search` and `get_function` report it."
+            ),
+        ],
+    ) -> CallToolResult:
+        """What a code file holds, from the knowledge graph: the FILE, then its classes and functions in line
+        order with a class's members below it, each with its depth, label (FILE, CLASS, NAME), qualified name
+        and lines. See a file's structure before reading or changing it."""
+        return await self._call(self._file_outline, path)
+
+    def _file_outline(self, path: str) -> CallToolResult:
+        if not path.strip():
+            raise ConfigError("give a file path")
+        [chosen] = self.ws.allowed([path.strip()])
+        rows = outline_json(self.ws.kb.file_outline(str(chosen)))
+        if not rows:
+            raise ConfigError(f"no code file {path!r} in the knowledge graph")
+        shown = "\n".join(
+            f"{'  ' * row['depth']}{row['label']} {row['name']}"
+            + (f"  {row['start_line']}-{row['end_line']}" if row["start_line"] is not None else "")
+            for row in rows
+        )
+        return _result({"path": str(chosen), "outline": rows}, shown)
+
     async def stats(self) -> CallToolResult:
         """What the knowledge graph holds: node counts per label, relationship counts per type, the embedder,
         and the folders that `index` may read."""
@@ -424,6 +488,9 @@ TOOLS: tuple[tuple[str, str, bool], ...] = (
     ("get_function", "Get a function", True),
     ("get_context", "Context for a task", True),
     ("search_docs", "Search documentation", True),
+    ("callers", "Callers of a function", True),
+    ("callees", "Callees of a function", True),
+    ("file_outline", "Outline of a file", True),
     ("stats", "Knowledge graph statistics", True),
     ("index", "Index files", False),
 )
@@ -433,8 +500,9 @@ def build_server(workspace: Workspace) -> MCPServer:
     """The MCP server with every tool bound to the workspace."""
     server: MCPServer = MCPServer(
         "pkg",
-        instructions="PKG, a Programming Knowledge Graph: search code and docs, look up functions, and get "
-        "prompt-ready context for a coding task. Call `index` to add or update files.",
+        instructions="PKG, a Programming Knowledge Graph: search code and docs, look up functions, their callers "
+        "and callees and a file's outline, and get prompt-ready context for a coding task. Call `index` to add or "
+        "update files.",
         log_level="WARNING",
     )
     # The SDK gives the root logger a stderr handler; libraries below log DEBUG records on loggers of

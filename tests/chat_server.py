@@ -4,13 +4,14 @@ seconds; the server records the most requests it was answering at once."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.http_stub import JsonHandler
 
 #: (HTTP status, JSON body) for a request body.
 Answer = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
@@ -28,26 +29,18 @@ def completion(content: str, prompt_tokens: int = 1, completion_tokens: int = 1)
     }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server: ChatServer
 
-    def log_message(self, *args: object) -> None:
-        """Silence the default request log."""
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         self.server.requests.append(body)
         self.server.headers_seen.append(dict(self.headers))
         with self.server.answering():
             time.sleep(self.server.delay)
             found = self.path == "/v1/chat/completions"
             status, payload = self.server.answer(body) if found else (404, {"error": "not found"})
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply_json(status, payload)
 
 
 class ChatServer(ThreadingHTTPServer):
@@ -87,3 +80,9 @@ class ChatServer(ThreadingHTTPServer):
     def stop(self) -> None:
         self.shutdown()
         self.server_close()
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

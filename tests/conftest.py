@@ -25,6 +25,14 @@ STDLIB = Path(sysconfig.get_paths()["stdlib"])
 #: A bounded, real corpus present on every machine with this Python.
 STDLIB_SLICE = [STDLIB / "json", STDLIB / "textwrap.py", STDLIB / "heapq.py", STDLIB / "bisect.py"]
 FIXTURES = Path(__file__).parent / "fixtures"
+#: The graph of tests/fixtures/corpus (shapes.py, alpaca.jsonl), counted by hand. ROW: shapes.py and
+#: the two JSONL rows; CHUNK: one per file or fence, all small, so no NEXT; each JSONL row is a JSON
+#: document: a root PATH and three PATHVALUE leaves. shapes.py is a FILE with a CLASS (Circle) and a
+#: MODULE (math) it IMPORTS; it CONTAINS Circle, Circle its two methods, and the file its three
+#: functions; none calls another.
+CORPUS_NODES = {"BLOCK": 10, "CHUNK": 3, "CLASS": 1, "FILE": 1, "IMPL": 7, "MODULE": 1, "NAME": 7, "PATH": 2}
+CORPUS_NODES |= {"PATHVALUE": 6, "ROW": 3}
+CORPUS_RELATIONSHIPS = {"CONTAINS": 6, "HAS_BLOCK": 6, "HAS_IMPL": 7, "IMPORTS": 1, "JSON_CHILD": 6, "PARENT": 4}
 #: The MBPP release shipped with pkg.benchmarks (see its README.md).
 MBPP_DIR = PACKAGED_DIR
 #: The stores a test may run on; the Neo4j one marks the test `neo4j`.
@@ -140,6 +148,19 @@ def run_cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.C
     """Run the real `pkg` entry point in a subprocess."""
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "pkg", *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def cli_build(db: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The real `pkg build ARGS --db DB` with the environment's cache; a failed build fails the test."""
+    done = run_cli("build", *args, "--db", str(db), env_extra=env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A fresh embedding and generation cache (PKG_CACHE_DIR) for one test module's CLI runs."""
+    return {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
 
 
 @pytest.fixture(scope="session")

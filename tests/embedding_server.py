@@ -6,13 +6,14 @@ and it records every request, the headers, and the most requests it ever served 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.http_stub import JsonHandler
 
 DIM = 256
 
@@ -29,14 +30,11 @@ def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     return status, {"error": {"message": message, "type": "invalid_request_error", "code": None}}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     server: EmbeddingServer
 
-    def log_message(self, *args: object) -> None:
-        """Silence the default request log."""
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         texts = body.get("input") if isinstance(body.get("input"), list) else []
         status = self.server.enter(body, dict(self.headers))
         try:
@@ -44,12 +42,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, reply = self._answer(status, body)
         finally:
             self.server.leave(texts)  # before replying, so that the client's next request cannot overlap it
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply_json(status, reply)
 
     def _answer(self, status: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         texts = body.get("input")

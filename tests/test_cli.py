@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, STDLIB_SLICE, run_cli
+from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, cli_build, run_cli
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -16,16 +16,9 @@ CORPUS = FIXTURES / "corpus"
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-
-
-@pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
     db = tmp_path_factory.mktemp("db")
-    done = run_cli("build", str(CORPUS), "--db", str(db), "--format", "json", env_extra=env)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = json.loads(cli_build(db, env, str(CORPUS), "--format", "json").stdout)
     # shapes.py: __init__, area, fibonacci, read_lines, fetch_all; alpaca.jsonl: is_prime, reverse_words
     assert (report["files"], report["rows"], report["functions"]) == (2, 2, 7)
     # __init__: if; fibonacci: for; read_lines: with>for>if; fetch_all: async for>try; is_prime: if, for>if
@@ -43,30 +36,7 @@ def _stats(db: Path) -> dict:
 @pytest.mark.cli
 def test_stats_counts_nodes_and_relationships(built: Path) -> None:
     stats = _stats(built)
-    # ROW: shapes.py and the two JSONL rows; CHUNK: one per file or fence, all small, so no NEXT;
-    # each JSONL row is a JSON document: a root PATH and three PATHVALUE leaves. shapes.py is a FILE
-    # with a CLASS (Circle) and a MODULE (math) it IMPORTS; it CONTAINS Circle, Circle its two methods,
-    # and the file its three functions; none calls another.
-    assert stats["nodes"] == {
-        "BLOCK": 10,
-        "CHUNK": 3,
-        "CLASS": 1,
-        "FILE": 1,
-        "IMPL": 7,
-        "MODULE": 1,
-        "NAME": 7,
-        "PATH": 2,
-        "PATHVALUE": 6,
-        "ROW": 3,
-    }
-    assert stats["relationships"] == {
-        "CONTAINS": 6,
-        "HAS_BLOCK": 6,
-        "HAS_IMPL": 7,
-        "IMPORTS": 1,
-        "JSON_CHILD": 6,
-        "PARENT": 4,
-    }
+    assert (stats["nodes"], stats["relationships"]) == (CORPUS_NODES, CORPUS_RELATIONSHIPS)
     assert (stats["embedder"], stats["dims"]) == ("st:all-MiniLM-L6-v2", 384)
 
 
@@ -83,21 +53,15 @@ def test_rebuild_is_idempotent_and_uses_the_cache(built: Path, env: dict[str, st
     assert _stats(built)["nodes"]["CHUNK"] > before["nodes"]["CHUNK"]
 
 
+def _query_json(db: Path, env: dict[str, str], text: str, *args: str) -> dict:
+    done = run_cli("query", text, *args, "--db", str(db), "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.mark.cli
 def test_query_json_projects_hits_to_functions(built: Path, env: dict[str, str]) -> None:
-    done = run_cli(
-        "query",
-        "check if an integer is a prime number",
-        "--db",
-        str(built),
-        "-k",
-        "2",
-        "--format",
-        "json",
-        env_extra=env,
-    )
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout)
+    answer = _query_json(built, env, "check if an integer is a prime number", "-k", "2")
     top = answer["results"][0]
     assert set(top) >= {"id", "kind", "name", "path", "score", "text", "pruned_text"}
     assert (top["kind"], top["name"], top["row"]) == ("IMPL", "is_prime", 1)
@@ -109,20 +73,9 @@ def test_query_json_projects_hits_to_functions(built: Path, env: dict[str, str])
 
 @pytest.mark.cli
 def test_block_mode_returns_blocks_of_the_right_function(built: Path, env: dict[str, str]) -> None:
-    done = run_cli(
-        "query",
-        "async for response in stream, append json",
-        "--mode",
-        "block",
-        "-k",
-        "1",
-        "--db",
-        str(built),
-        "--format",
-        "json",
-        env_extra=env,
-    )
-    top = json.loads(done.stdout)["results"][0]
+    top = _query_json(built, env, "async for response in stream, append json", "--mode", "block", "-k", "1")["results"][
+        0
+    ]
     assert (top["kind"], top["name"]) == ("BLOCK", "fetch_all")
     assert top["text"].startswith("async for response in client.stream(urls):")
 

@@ -4,10 +4,9 @@ local HTTP server that speaks the API's wire format."""
 from __future__ import annotations
 
 import base64
-import json
 import threading
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from pkg.embedders.voyage import VoyageEmbedder
 from pkg.errors import ConfigError, EmbedderError
 from pkg.graph import text_hash
+from tests.http_stub import JsonHandler
 
 
 def test_minilm_loads_offline_and_gives_unit_vectors(minilm: SentenceTransformerEmbedder) -> None:
@@ -105,17 +105,17 @@ def test_missing_local_model_is_an_embedder_error(tmp_path: Path) -> None:
 # -- Voyage against a local stub of its HTTP API ---------------------------------------------------
 
 
-class VoyageStub(BaseHTTPRequestHandler):
+class VoyageStub(JsonHandler):
     """Answers POST /v1/embeddings like the Voyage API (base64 float32 by default)."""
 
     requests: list[dict] = []
     status = 200
 
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = self.read_json()
         VoyageStub.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
         if VoyageStub.status != 200:
-            self._reply(VoyageStub.status, {"detail": "Provided API key is invalid."})
+            self.reply_json(VoyageStub.status, {"detail": "Provided API key is invalid."})
             return
         data = []
         for index, text in enumerate(body["input"]):
@@ -128,18 +128,7 @@ class VoyageStub(BaseHTTPRequestHandler):
                 else vector.tolist()
             )
             data.append({"object": "embedding", "embedding": encoded, "index": index})
-        self._reply(200, {"object": "list", "data": data, "model": body["model"], "usage": {"total_tokens": 7}})
-
-    def _reply(self, status: int, payload: dict) -> None:
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        """Keep test output quiet."""
+        self.reply_json(200, {"object": "list", "data": data, "model": body["model"], "usage": {"total_tokens": 7}})
 
 
 @pytest.fixture()

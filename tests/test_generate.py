@@ -14,7 +14,7 @@ import pytest
 
 from pkg.evaluation.generate import DEFAULT_ARMS, parse_examples, parse_task
 from tests.chat_server import ChatServer, completion
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, cli_build, run_cli
 
 ADD = "def add(a: int, b: int) -> int: '''Return the sum. >>> add(2, 3) 5'''"
 PRIME = '''def is_prime(n: int) -> bool:
@@ -68,15 +68,9 @@ def end_to_end(test: Callable[..., None]) -> Callable[..., None]:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-
-
-@pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
     folder = tmp_path_factory.mktemp("db")
-    done = run_cli("build", str(FIXTURES / "corpus"), "--db", str(folder), env_extra=env)
-    assert done.returncode == 0, done.stderr
+    cli_build(folder, env, str(FIXTURES / "corpus"))
     return folder
 
 

@@ -35,9 +35,8 @@ class _Scripted:
 
 @pytest.fixture()
 def chat_server() -> Iterator[ChatServer]:
-    server = ChatServer(_Scripted()).start()
-    yield server
-    server.stop()
+    with ChatServer(_Scripted()) as server:
+        yield server
 
 
 def _url(server: ChatServer) -> str:

@@ -28,11 +28,17 @@ from pkg.server import BearerTokenGuard, StageProgress, is_loopback, parse_bind
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.search import MODES
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, cli_build, run_cli
 from tests.helpers import build
+from tests.neo4j_server import free_port
 
-TOOLS = {"search", "get_function", "get_context", "search_docs", "stats", "index"}
+TOOLS = {"search", "get_function", "get_context", "search_docs", "callers", "callees", "file_outline", "stats", "index"}
 NEW_FUNCTION = "def celsius_to_fahrenheit(celsius):\n    return celsius * 9 / 5 + 32\n"
+#: A file added to the copy of the fixture corpus, where one function calls the other.
+GREETINGS = (
+    'def greet(name):\n    return "Hello, " + name + "!"\n\n\n'
+    'def greet_everyone(names):\n    return "\\n".join(greet(name) for name in names)\n'
+)
 
 
 # -- unit tests of the pieces that need no server -----------------------------------------------------------
@@ -74,24 +80,20 @@ def _nodes(db: Path) -> dict[str, int]:
 
 
 def _build(folder: Path, env: dict[str, str]) -> Built:
-    """A copy of the fixture corpus under folder/root, built by the real `pkg build` into folder/db."""
+    """A copy of the fixture corpus and greetings.py under folder/root, built by the real `pkg build` into
+    folder/db."""
     root, db = folder / "root", folder / "db"
     shutil.copytree(FIXTURES / "corpus", root / "corpus", ignore=shutil.ignore_patterns("__pycache__"))
-    done = run_cli("build", str(root / "corpus"), "--db", str(db), env_extra=env)
-    assert done.returncode == 0, done.stderr
+    (root / "corpus" / "greetings.py").write_text(GREETINGS)
+    cli_build(db, env, str(root / "corpus"))
     built = Built(root, db, env, _nodes(db))
-    assert (built.nodes["NAME"], built.nodes["BLOCK"]) == (7, 10)  # tests/test_cli.py checks the rest
+    assert (built.nodes["NAME"], built.nodes["BLOCK"]) == (9, 10)  # tests/test_cli.py checks the fixture's
     return built
 
 
 @pytest.fixture(scope="module")
-def cache_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, cache_env: dict[str, str]) -> Built:
-    return _build(tmp_path_factory.mktemp("served"), cache_env)
+def built(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Built:
+    return _build(tmp_path_factory.mktemp("served"), env)
 
 
 def _serve_args(built: Built, *extra: str) -> list[str]:
@@ -126,6 +128,9 @@ async def _every_tool(client: Client, built: Built) -> None:
     assert search_schema["properties"]["k"]["minimum"] == 1
     assert search_schema["required"] == ["text"]
     assert tools["index"].input_schema["required"] == ["paths"]
+    assert tools["callers"].input_schema["required"] == ["name"]
+    assert tools["callees"].input_schema["properties"]["limit"]["minimum"] == 1
+    assert tools["file_outline"].input_schema["required"] == ["path"]
 
     found = await _ok(client, "search", {"text": "area of a circle from its radius", "k": 2})
     assert found["results"][0]["name"] == "Circle.area" and "math.pi" in found["results"][0]["text"]
@@ -150,9 +155,44 @@ async def _every_tool(client: Client, built: Built) -> None:
     docs = (await _ok(client, "search_docs", {"text": "check whether a number is prime", "k": 2}))["results"]
     assert docs[0]["source"].endswith("alpaca.jsonl") and "prime" in docs[0]["text"]
 
+    await _call_graph(client, built)
+
     stats = await _ok(client, "stats", {})
     assert stats["nodes"] == built.nodes and stats["embedder"] == {"name": "st:all-MiniLM-L6-v2", "dim": 384}
     assert stats["roots"] == [str(built.root.resolve())]
+
+
+async def _call_graph(client: Client, built: Built) -> None:
+    """callers, callees and file_outline answer what `pkg graph ... --format json` prints."""
+    greetings = str((built.root / "corpus" / "greetings.py").resolve())
+    for tool, name in (("callers", "greet"), ("callees", "greet_everyone")):
+        answer = (await _ok(client, tool, {"name": name}))["functions"]
+        done = run_cli("graph", tool, name, "--db", str(built.db), "--format", "json", env_extra=built.env)
+        assert done.returncode == 0, done.stderr
+        assert answer == json.loads(done.stdout)
+    [greet] = (await _ok(client, "callers", {"name": "greet"}))["functions"]
+    assert (greet["name"], greet["source"]) == ("greet", greetings)
+    assert [(c["name"], c["line"], c["resolution"]) for c in greet["callers"]] == [("greet_everyone", 6, "local")]
+    [everyone] = (await _ok(client, "callees", {"name": "greet_everyone"}))["functions"]
+    assert [c["name"] for c in everyone["callees"]] == ["greet"]
+    assert [f["callees"] for f in (await _ok(client, "callees", {"name": "greet"}))["functions"]] == [[]]
+    assert (await _ok(client, "callers", {"name": "no_such_function"}))["functions"] == []
+    circle = await _ok(client, "callees", {"name": "area", "limit": 1})
+    assert [f["name"] for f in circle["functions"]] == ["Circle.area"]
+
+    outline = await _ok(client, "file_outline", {"path": "corpus/pkgdemo/shapes.py"})
+    assert outline["path"] == str((built.root / "corpus" / "pkgdemo" / "shapes.py").resolve())
+    assert [(row["depth"], row["label"], row["name"]) for row in outline["outline"][1:]] == [
+        (1, "CLASS", "Circle"),
+        (2, "NAME", "Circle.__init__"),
+        (2, "NAME", "Circle.area"),
+        (1, "NAME", "fibonacci"),
+        (1, "NAME", "read_lines"),
+        (1, "NAME", "fetch_all"),
+    ]
+    same = await _ok(client, "file_outline", {"path": greetings})
+    done = run_cli("graph", "file", greetings, "--db", str(built.db), "--format", "json", env_extra=built.env)
+    assert same["outline"] == json.loads(done.stdout)
 
 
 async def _bad_input_then_serving(client: Client, built: Built) -> None:
@@ -165,6 +205,11 @@ async def _bad_input_then_serving(client: Client, built: Built) -> None:
     await _refused(client, "index", {"paths": [str(built.root.parent)]}, "outside the allowed roots")
     await _refused(client, "index", {"paths": ["../.."]}, "outside the allowed roots")
     await _refused(client, "index", {"paths": ["missing.py"]}, "does not exist")
+    await _refused(client, "callers", {"name": "  "}, "give a function name")
+    await _refused(client, "callees", {"name": "greet", "limit": 0}, "limit must be at least 1")
+    await _refused(client, "file_outline", {"path": ""}, "give a file path")
+    await _refused(client, "file_outline", {"path": "../../etc/passwd"}, "outside the allowed roots")
+    await _refused(client, "file_outline", {"path": "corpus/alpaca.jsonl"}, "no code file 'corpus/alpaca.jsonl'")
     still = await _ok(client, "search", {"text": "fibonacci numbers", "k": 1})
     assert still["results"][0]["name"] == "fibonacci"
 
@@ -179,7 +224,7 @@ async def _index_picks_up_a_new_file(client: Client, built: Built) -> None:
     result = await client.call_tool("index", {"paths": ["corpus"]}, progress_callback=on_progress)
     assert not result.is_error, _text(result)
     report = result.structured_content or {}
-    assert (report["files"], report["unchanged_files"], report["functions"]) == (1, 2, 1)
+    assert (report["files"], report["unchanged_files"], report["functions"]) == (1, 3, 1)
     values = [value for value, _, _ in updates]
     assert values and values == sorted(values)
     assert {message.split()[0] for _, _, message in updates if message} >= {"parse", "embed", "write"}
@@ -191,8 +236,8 @@ async def _index_picks_up_a_new_file(client: Client, built: Built) -> None:
 
 
 @pytest.mark.cli
-def test_stdio_serves_every_tool_answers_bad_input_and_indexes(cache_env: dict[str, str], tmp_path: Path) -> None:
-    own = _build(tmp_path, cache_env)
+def test_stdio_serves_every_tool_answers_bad_input_and_indexes(env: dict[str, str], tmp_path: Path) -> None:
+    own = _build(tmp_path, env)
     params = StdioServerParameters(command=sys.executable, args=_serve_args(own), env=own.env)
 
     async def scenario() -> None:
@@ -202,12 +247,6 @@ def test_stdio_serves_every_tool_answers_bad_input_and_indexes(cache_env: dict[s
             await _index_picks_up_a_new_file(client, own)
 
     asyncio.run(scenario())
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -234,7 +273,7 @@ def _wait_for_http(process: subprocess.Popen[str], host: str, port: int) -> None
 @pytest.fixture(scope="module")
 def http_server(built: Built) -> Iterator[HttpServer]:
     own = built
-    port, token = _free_port(), "s3cret-token"
+    port, token = free_port(), "s3cret-token"
     process = subprocess.Popen(
         [sys.executable, *_serve_args(own, "--http", f"127.0.0.1:{port}")],
         env={**os.environ, **own.env, "PKG_SERVE_TOKEN": token},
@@ -348,8 +387,8 @@ def test_the_token_guard_passes_lifespan_events() -> None:
 
 # -- keeping the PKG up to date with files as they change ---------------------------------------------------
 @pytest.mark.cli
-def test_serve_watch_picks_up_an_edit(cache_env: dict[str, str], tmp_path: Path) -> None:
-    own = _build(tmp_path, cache_env)
+def test_serve_watch_picks_up_an_edit(env: dict[str, str], tmp_path: Path) -> None:
+    own = _build(tmp_path, env)
     params = StdioServerParameters(
         command=sys.executable, args=_serve_args(own, "--watch", str(own.root / "corpus")), env=own.env
     )
@@ -370,8 +409,8 @@ def test_serve_watch_picks_up_an_edit(cache_env: dict[str, str], tmp_path: Path)
 
 
 @pytest.mark.cli
-def test_watch_builds_then_updates_on_an_edit(cache_env: dict[str, str], tmp_path: Path) -> None:
-    own = _build(tmp_path, cache_env)
+def test_watch_builds_then_updates_on_an_edit(env: dict[str, str], tmp_path: Path) -> None:
+    own = _build(tmp_path, env)
     process = subprocess.Popen(
         [sys.executable, "-m", "pkg", "watch", str(own.root / "corpus"), "--db", str(own.db)],
         env={**os.environ, **own.env},
@@ -382,12 +421,12 @@ def test_watch_builds_then_updates_on_an_edit(cache_env: dict[str, str], tmp_pat
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
-        assert first.startswith("updated: files built 0, unchanged 2, removed 0"), first
+        assert first.startswith("updated: files built 0, unchanged 3, removed 0"), first
         (own.root / "corpus" / "pkgdemo" / "shapes.py").write_text(
             (FIXTURES / "corpus" / "pkgdemo" / "shapes.py").read_text() + "\n\n" + NEW_FUNCTION
         )
         second = process.stdout.readline()
-        assert second.startswith("updated: files built 1, unchanged 1, removed 0; functions 6,"), second
+        assert second.startswith("updated: files built 1, unchanged 2, removed 0; functions 6,"), second
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -24,7 +24,7 @@ from pkg.stores.base import EmbedderInfo, GraphCounts
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.search import retrieve
-from tests.conftest import FIXTURES, STDLIB_SLICE, run_cli
+from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, run_cli
 from tests.helpers import build
 from tests.neo4j_server import free_port, wipe
 from tests.store_support import snapshot
@@ -323,19 +323,8 @@ def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: Cache
     stats = run_cli("stats", "--store", "neo4j", "--format", "json", env_extra=env)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout) == {
-        "nodes": {
-            "BLOCK": 10,
-            "CHUNK": 3,
-            "CLASS": 1,
-            "FILE": 1,
-            "IMPL": 7,
-            "MODULE": 1,
-            "NAME": 7,
-            "PATH": 2,
-            "PATHVALUE": 6,
-            "ROW": 3,
-        },
-        "relationships": {"CONTAINS": 6, "HAS_BLOCK": 6, "HAS_IMPL": 7, "IMPORTS": 1, "JSON_CHILD": 6, "PARENT": 4},
+        "nodes": CORPUS_NODES,
+        "relationships": CORPUS_RELATIONSHIPS,
         "embedder": "st:all-MiniLM-L6-v2",
         "dims": 384,
     }

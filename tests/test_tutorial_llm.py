@@ -63,9 +63,8 @@ class _Replies:
 
 @pytest.fixture()
 def scripted() -> Iterator[ChatServer]:
-    server = ChatServer(_Replies()).start()
-    yield server
-    server.stop()
+    with ChatServer(_Replies()) as server:
+        yield server
 
 
 def _structurer(server: ChatServer) -> LlmStructurer:

@@ -12,19 +12,9 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from pkg.errors import StoreError, StoreNotFoundError
-from pkg.graph import Edge, Label, Node, Rel
+from pkg.graph import Edge, EmbedderInfo, Label, Node, Rel, SourceRecord
 from pkg.schema import BlockNode, CodeNode, ImplNode, NameNode, NodeRecord, expect, node_record
-from pkg.stores.base import (
-    CallEdge,
-    EmbedderInfo,
-    FunctionRef,
-    GraphCounts,
-    GraphStore,
-    Hit,
-    NodeContext,
-    SourceRecord,
-    require_text_label,
-)
+from pkg.stores.base import CallEdge, FunctionRef, GraphCounts, GraphStore, Hit, NodeContext, require_text_label
 
 DB_FILE = "pkg.sqlite"
 SCHEMA_VERSION = "3"  # 3: edges have properties

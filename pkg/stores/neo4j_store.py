@@ -17,20 +17,9 @@ from neo4j import Driver, GraphDatabase, ManagedTransaction, Record
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 
 from pkg.errors import ConfigError, StoreError, StoreUnavailableError
-from pkg.graph import EMBEDDED_LABELS, Edge, Label, Node, Rel
+from pkg.graph import EMBEDDED_LABELS, Edge, EmbedderInfo, Label, Node, Rel, SourceRecord, Span
 from pkg.schema import NODE_RECORDS, NameNode, NodeRecord, node_record
-from pkg.stores.base import (
-    CallEdge,
-    EmbedderInfo,
-    FunctionRef,
-    GraphCounts,
-    GraphStore,
-    Hit,
-    NodeContext,
-    SourceRecord,
-    Span,
-    require_text_label,
-)
+from pkg.stores.base import CallEdge, FunctionRef, GraphCounts, GraphStore, Hit, NodeContext, require_text_label
 from queries import cypher, template
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"

@@ -13,6 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+#: Called with 1 after each finished program (it fits tqdm's `update`).
+Tick = Callable[[int], None]
+
 
 class SandboxWarning(UserWarning):
     """Candidates run with weaker isolation than asked for."""
@@ -64,14 +67,10 @@ class Sandbox(ABC):
 
     @abstractmethod
     def run_many(
-        self,
-        programs: Sequence[str],
-        limits: Limits | None = None,
-        progress: Callable[[int], None] | None = None,
+        self, programs: Sequence[str], limits: Limits | None = None, progress: Tick | None = None
     ) -> list[Outcome]:
-        """Run programs in parallel on all workers; outcomes in the programs' order.
-
-        `progress(1)` is called after each program (it fits tqdm's `update`)."""
+        """Run programs in parallel on all workers; outcomes in the programs' order; `progress(1)`
+        after each program."""
 
     @abstractmethod
     def close(self) -> None:

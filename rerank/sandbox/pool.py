@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from pkg.errors import SandboxError
-from rerank.sandbox.base import Limits, Outcome, Sandbox
+from rerank.sandbox.base import Limits, Outcome, Sandbox, Tick
 
 #: The worker's source, given to the sandboxed interpreter with `-c`.
 WORKER_SOURCE = Path(__file__).with_name("worker.py").read_text()
@@ -212,10 +212,7 @@ class WorkerPool(Sandbox):
             self._idle.put(worker)
 
     def run_many(
-        self,
-        programs: Sequence[str],
-        limits: Limits | None = None,
-        progress: Callable[[int], None] | None = None,
+        self, programs: Sequence[str], limits: Limits | None = None, progress: Tick | None = None
     ) -> list[Outcome]:
         def one(program: str) -> Outcome:
             outcome = self.run(program, limits)
