@@ -61,6 +61,10 @@ def function_json(function: NameNode) -> dict[str, Any]:
     }
 
 
+def _by_line(call: Call) -> tuple[int, str, str]:
+    return call.line, call.function.name, call.function.source
+
+
 def calls_json(found: list[tuple[NameNode, list[Call]]], callers: bool) -> list[dict[str, Any]]:
     """What `KnowledgeBase.calls` found, as JSON: each function with its `callers` or `callees`."""
     return [
@@ -181,8 +185,15 @@ class KnowledgeBase:
         functions = [r for r in self.store.nodes([c.function.name_id for c in contexts]) if isinstance(r, NameNode)]
         edges = self.store.calls([f.id for f in functions], callers)
         others = {r.id: r for r in self.store.nodes(sorted({e.other_id for e in edges})) if isinstance(r, NameNode)}
+        # by line, then name: ids hash the file's path, so an order by id would change with the checkout
         return [
-            (f, [Call(others[e.other_id], e.line, e.resolution) for e in edges if e.name_id == f.id]) for f in functions
+            (
+                f,
+                sorted(
+                    (Call(others[e.other_id], e.line, e.resolution) for e in edges if e.name_id == f.id), key=_by_line
+                ),
+            )
+            for f in functions
         ]
 
     def file_outline(self, path: str) -> list[tuple[int, NodeRecord]]:
