@@ -185,16 +185,11 @@ class KnowledgeBase:
         functions = [r for r in self.store.nodes([c.function.name_id for c in contexts]) if isinstance(r, NameNode)]
         edges = self.store.calls([f.id for f in functions], callers)
         others = {r.id: r for r in self.store.nodes(sorted({e.other_id for e in edges})) if isinstance(r, NameNode)}
+        found: dict[str, list[Call]] = {f.id: [] for f in functions}
+        for e in edges:
+            found[e.name_id].append(Call(others[e.other_id], e.line, e.resolution))
         # by line, then name: ids hash the file's path, so an order by id would change with the checkout
-        return [
-            (
-                f,
-                sorted(
-                    (Call(others[e.other_id], e.line, e.resolution) for e in edges if e.name_id == f.id), key=_by_line
-                ),
-            )
-            for f in functions
-        ]
+        return [(f, sorted(found[f.id], key=_by_line)) for f in functions]
 
     def file_outline(self, path: str) -> list[tuple[int, NodeRecord]]:
         """What the files whose path is `path` (or ends with "/" + path) contain, depth first: each FILE

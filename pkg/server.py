@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ingest.parse import BuildReport
 from pkg.errors import ConfigError, PkgError
 from pkg.evaluation.prompts import context_block, fit_snippets
+from pkg.generators.base import estimate_tokens
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.progress import Progress
 from pkg.schema import BlockNode
@@ -43,15 +44,9 @@ MCP_PATH = "/mcp"
 TOKEN_ENV = "PKG_SERVE_TOKEN"
 #: Functions `get_function` returns at most.
 FUNCTION_LIMIT = 20
-_WORDS = re.compile(r"\w+|[^\w\s]")
 _HOST_PORT = re.compile(r"^\[?(?P<host>[^\[\]]+?)\]?:(?P<port>\d{1,5})$")
 
 T = TypeVar("T")
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of a text, estimated as words and punctuation marks (as `Generator.count_tokens` does)."""
-    return len(_WORDS.findall(text))
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -193,7 +188,7 @@ def _fit(results: Sequence[Result], max_tokens: int | None) -> tuple[list[tuple[
     texts = [r.pruned_text for r in results]
     if max_tokens is None:
         return list(zip(results, texts, strict=True)), False
-    kept, truncated = fit_snippets(texts, max_tokens, count_tokens)
+    kept, truncated = fit_snippets(texts, max_tokens, estimate_tokens)
     return list(zip(results, kept, strict=False)), truncated
 
 
@@ -309,13 +304,13 @@ class Tools:
         _check_budget(max_tokens)
         answer = self.ws.kb.query(task, mode, k, Options(with_pruning=True))
         snippets = [f"# {_title(r)}\n{r.pruned_text.rstrip()}" for r in answer.results]
-        frame = count_tokens(context_block(["x"])) - 1  # the block's own words around the snippets
-        kept, truncated = fit_snippets(snippets, max(0, max_tokens - frame), count_tokens)
+        frame = estimate_tokens(context_block(["x"])) - 1  # the block's own words around the snippets
+        kept, truncated = fit_snippets(snippets, max(0, max_tokens - frame), estimate_tokens)
         block = context_block(kept)
         data = {
             "context": block,
             "items": [_title(r) for r in answer.results[: len(kept)]],
-            "tokens": count_tokens(block),
+            "tokens": estimate_tokens(block),
             "truncated": truncated,
         }
         return _result(data, block or "no context found for this task")

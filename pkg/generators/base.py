@@ -43,6 +43,11 @@ class Completion:
 _WORDS = re.compile(r"\w+|[^\w\s]")
 
 
+def estimate_tokens(text: str) -> int:
+    """Tokens of a text for no model in particular: its words and punctuation marks."""
+    return len(_WORDS.findall(text))
+
+
 class Generator(ABC):
     """A language model that answers chat messages."""
 
@@ -56,8 +61,8 @@ class Generator(ABC):
         """One completion of `messages` under `params`."""
 
     def count_tokens(self, text: str) -> int:
-        """Tokens of `text` for this model; the base counts words and punctuation as an estimate."""
-        return len(_WORDS.findall(text))
+        """Tokens of `text` for this model; the base estimates them (`estimate_tokens`)."""
+        return estimate_tokens(text)
 
     def close(self) -> None:  # noqa: B027 (a hook: most generators hold nothing to release)
         """Release the model; the default holds nothing."""
