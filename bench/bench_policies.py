@@ -5,6 +5,11 @@ calls and their mutations; never the hidden tests); a chosen candidate is judged
 verdict in results.jsonl. Writes policies-<timestamp>.json and policies.md.
 
     python bench/bench_policies.py [--benchmarks humaneval,mbpp] [--reuse policies-....json]
+        [--with-codet [--write-tests] [--test-generator SPEC] [--codet-cache PATTERN]] [--limit N]
+
+`--with-codet` adds the policies that need model-written tests (`codet`), read from --codet-cache
+(one cached reply per problem); `--write-tests` first has --test-generator write the missing ones
+into it, one line per reply, so an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import RESULTS, bench_parser, machine, utc_now, write_result  # noqa: E402
-
+from bench.harness import RESULTS, bench_parser, machine, utc_now, write_result  # noqa: E402
 from pkg.benchmarks import Problem, load_benchmark  # noqa: E402
+from pkg.errors import PkgError  # noqa: E402
+from pkg.generators import DEFAULT_GENERATOR, make_generator  # noqa: E402
+from pkg.generators.cache import GenerationCache  # noqa: E402
 from rerank.policies import (  # noqa: E402
     BASELINE_ARM,
     POLICIES,
@@ -30,6 +38,7 @@ from rerank.policies import (  # noqa: E402
     prose_examples,
     statement_calls,
 )
+from rerank.policies.written_tests import TEST_PARAMS, TESTS_ASKED, ShownTask, cached_tests, run_tests  # noqa: E402
 from rerank.sandbox import Sandbox  # noqa: E402
 from rerank.sandbox.bwrap import BwrapSandbox  # noqa: E402
 
@@ -37,6 +46,8 @@ from rerank.sandbox.bwrap import BwrapSandbox  # noqa: E402
 DERIVED = ("reranked", "reranked+examples", "oracle")
 #: The sandbox's uids, apart from those of `pkg compare` and the tests.
 UID_BASE = 63700
+#: Where each benchmark's model-written tests are cached, beside its candidates.
+CODET_CACHE = str(RESULTS / "compare-{benchmark}" / "codet-tests.jsonl")
 Items = list[tuple[Task, list[Candidate]]]
 NOTES = [
     "HumanEval examples: the docstring's `>>>` examples and those written in prose (`f(x) ➞ y`, `f(x) == y`, "
@@ -63,6 +74,39 @@ def task_of(problem: Problem) -> Task:
     return Task(problem.task_id, problem.entry_point, (), statement_calls(problem.test, problem.entry_point))
 
 
+@dataclass(frozen=True)
+class Codet:
+    """Where the written tests are cached, the model that writes them, and whether to write missing ones."""
+
+    cache: str  # a path with {benchmark}
+    generator: str
+    write: bool
+
+    def tests(self, benchmark: str, shown: Sequence[ShownTask]) -> list[tuple[str, ...]]:
+        cache = GenerationCache(Path(self.cache.format(benchmark=benchmark)))
+        writer = (lambda: make_generator(self.generator)) if self.write else None
+
+        def done(count: int) -> None:
+            print(f"\r{benchmark}: wrote tests for {count} problems", end="", file=sys.stderr, flush=True)
+
+        return cached_tests(shown, cache, self.generator, writer, TEST_PARAMS, done)
+
+
+def shown_task(problem: Problem, task: Task) -> ShownTask:
+    """What the test writer sees: HumanEval's signature and docstring; MBPP's task text and the first
+    call of its shown asserts (inputs only), never the asserts, which are its hidden tests."""
+    if problem.benchmark == "humaneval":
+        return ShownTask(problem.task_id, problem.entry_point, problem.prompt, code=True)
+    return ShownTask(problem.task_id, problem.entry_point, problem.text, False, task.calls[0] if task.calls else "")
+
+
+def with_test_verdicts(sandbox: Sandbox, items: Items, assessments: list[list[Assessment]]) -> list[list[Assessment]]:
+    """Reused assessments with the candidates' verdicts on the written tests, run now."""
+    programs = [candidate.program for _, candidates in items for candidate in candidates]
+    verdicts = iter(run_tests(sandbox, programs, [task.tests for task, candidates in items for _ in candidates]))
+    return [[replace(a, tests=next(verdicts)) for a in row] for row in assessments]
+
+
 def load_records(benchmark: str) -> list[dict]:
     path = RESULTS / f"compare-{benchmark}" / "results.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -82,7 +126,13 @@ def candidates_of(problem: Problem, records: Sequence[dict]) -> list[Candidate]:
 
 def reloaded(rows: list[dict]) -> list[Assessment]:
     return [
-        Assessment(a["parses"], a["runs"], a["examples"], None if a["outputs"] is None else tuple(a["outputs"]))
+        Assessment(
+            a["parses"],
+            a["runs"],
+            a["examples"],
+            None if a["outputs"] is None else tuple(a["outputs"]),
+            tuple(a.get("tests", ())),
+        )
         for a in rows
     ]
 
@@ -97,10 +147,13 @@ def canonical_check(sandbox: Sandbox, problems: Sequence[Problem]) -> str:
     return f"{sum(outcome.passed for outcome in sandbox.run_many(programs))}/{len(programs)}"
 
 
-def choices_of(items: Items, assessments: list[list[Assessment]], passed: dict[str, list[bool]]) -> dict:
-    """Each policy's pick per problem: the arm, the deciding stage, the verdict, the cluster sizes."""
+def choices_of(
+    items: Items, assessments: list[list[Assessment]], passed: dict[str, list[bool]], names: Sequence[str]
+) -> dict:
+    """Each named policy's pick per problem: the arm, the deciding stage, the verdict, the cluster sizes."""
     choices: dict[str, dict[str, dict]] = {}
-    for name, policy in POLICIES.items():
+    for name in names:
+        policy = POLICIES[name]
         choices[name] = {}
         for (task, candidates), assessed in zip(items, assessments, strict=True):
             selection = policy.choose(task, candidates, assessed)
@@ -113,8 +166,11 @@ def choices_of(items: Items, assessments: list[list[Assessment]], passed: dict[s
     return choices
 
 
-def evaluate(benchmark: str, sandbox: Sandbox | None, reused: dict | None) -> dict:
-    """Every policy's choices and pass@1 on one benchmark, beside NoRAG's and the oracle's."""
+def evaluate(
+    benchmark: str, sandbox: Sandbox | None, reused: dict | None, codet: Codet | None = None, limit: int | None = None
+) -> dict:
+    """Every policy's choices and pass@1 on one benchmark (on its first `limit` problems), beside NoRAG's
+    and the oracle's; those that need written tests only with `codet`."""
     problems = {p.task_id: p for p in load_benchmark(benchmark)}
     by_task: dict[str, list[dict]] = {}
     reranked: dict[str, str] = {}
@@ -123,25 +179,33 @@ def evaluate(benchmark: str, sandbox: Sandbox | None, reused: dict | None) -> di
             reranked[record["task_id"]] = record["chosen_arm"]
         elif record["arm"] not in DERIVED:
             by_task.setdefault(record["task_id"], []).append(record)
+    by_task = dict(list(by_task.items())[:limit])
     items = [(task_of(problems[t]), candidates_of(problems[t], group)) for t, group in by_task.items()]
+    if codet is not None:
+        written = codet.tests(benchmark, [shown_task(problems[task.task_id], task) for task, _ in items])
+        items = [(replace(task, tests=tests), candidates) for (task, candidates), tests in zip(items, written)]
     start = time.perf_counter()
     if reused is not None:
         assessments = [reloaded(reused["assessments"][task.task_id]) for task, _ in items]
+        if codet is not None:
+            assert sandbox is not None
+            assessments = with_test_verdicts(sandbox, items, assessments)
     else:
         assert sandbox is not None
         assessments = assess(sandbox, items)
     seconds = time.perf_counter() - start
     passed = {t: [bool(r["passed"]) for r in group] for t, group in by_task.items()}
     baseline = {t: passed[t][[r["arm"] for r in group].index(BASELINE_ARM)] for t, group in by_task.items()}
-    choices = choices_of(items, assessments, passed)
+    names = [name for name, policy in POLICIES.items() if codet is not None or not policy.writes_tests]
+    choices = choices_of(items, assessments, passed, names)
     rows = {
         "norag": summary({t: {"passed": baseline[t]} for t in by_task}, baseline, "no context", "none"),
         "oracle": summary(
             {t: {"passed": any(passed[t])} for t in by_task}, baseline, "any candidate passes (upper bound)", "tests"
         ),
     }
-    for name, policy in POLICIES.items():
-        rows[name] = summary(choices[name], baseline, policy.description, policy.inputs)
+    for name in names:
+        rows[name] = summary(choices[name], baseline, POLICIES[name].description, POLICIES[name].inputs)
     parity = sum(choices["paper"][t]["arm"] == reranked[t] for t in by_task)
     result = {
         "problems": len(items),
@@ -154,9 +218,18 @@ def evaluate(benchmark: str, sandbox: Sandbox | None, reused: dict | None) -> di
             task.task_id: [asdict(a) for a in row] for (task, _), row in zip(items, assessments, strict=True)
         },
     }
+    if codet is not None:
+        result["codet"] = {
+            "generator": codet.generator,
+            "cache": codet.cache.format(benchmark=benchmark),
+            "problems_with_tests": sum(bool(task.tests) for task, _ in items),
+            "tests": sum(len(task.tests) for task, _ in items),
+            "written_tests": {task.task_id: list(task.tests) for task, _ in items},
+        }
     if benchmark == "humaneval":
         key = "prose_examples_hold_for_canonical"
-        result[key] = canonical_check(sandbox, list(problems.values())) if sandbox else (reused or {}).get(key)
+        checked = [problems[t] for t in by_task]
+        result[key] = canonical_check(sandbox, checked) if sandbox and not reused else (reused or {}).get(key)
     return result
 
 
@@ -183,6 +256,15 @@ def markdown(results: dict[str, dict], isolation: str) -> str:
         f"- sandbox isolation: {isolation}; `paper` picks what the committed `reranked` picked on {parity}",
         "- helped / hurt: problems the policy passes and NoRAG fails / the reverse",
         *(f"- {note}" for note in NOTES),
+        *(
+            f"- codet tests ({b}): {r['codet']['generator']} wrote them, one greedy reply per problem asking for "
+            f"{TESTS_ASKED} `assert f(...) == expected` lines, shown HumanEval's signature and docstring or MBPP's "
+            "task text and one call of its shown asserts without the expected value; kept: well-formed asserts "
+            f"calling the entry point once, naming only builtins; {r['codet']['tests']} tests for "
+            f"{r['codet']['problems_with_tests']}/{r['problems']} problems; each run per candidate, 1 CPU s each"
+            for b, r in results.items()
+            if "codet" in r
+        ),
         "",
         "| policy | " + " | ".join(f"{b} pass@1 % | {b} passed | helped | hurt" for b in results) + " | inputs used |",
         "|---|" + "---|---|---|---|" * len(results) + "---|",
@@ -194,7 +276,7 @@ def markdown(results: dict[str, dict], isolation: str) -> str:
             cells += [str(own["pass_at_1"]), f"{own['passed']}/{r['problems']}", str(own["helped"]), str(own["hurt"])]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {row['inputs']} |")
     lines += ["", "Policies:", ""]
-    lines += [f"- `{name}`: {policy.description}" for name, policy in POLICIES.items()]
+    lines += [f"- `{name}`: {POLICIES[name].description}" for name in first["policies"] if name in POLICIES]
     return "\n".join(lines) + "\n"
 
 
@@ -202,16 +284,26 @@ def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--benchmarks", default="humaneval,mbpp")
     parser.add_argument("--reuse", type=Path, help="take the assessments from an earlier result instead of the sandbox")
+    parser.add_argument("--with-codet", action="store_true", help="add the policies that need model-written tests")
+    parser.add_argument("--write-tests", action="store_true", help="write the missing tests (loads the model)")
+    parser.add_argument("--test-generator", default=DEFAULT_GENERATOR, help="the model that writes the tests")
+    parser.add_argument("--codet-cache", default=CODET_CACHE, help="the tests' cache, {benchmark} in the path")
+    parser.add_argument("--limit", type=int, help="only the first N problems of each benchmark")
     args = parser.parse_args()
     benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
-    if args.reuse:
-        earlier = json.loads(args.reuse.read_text(encoding="utf-8"))
-        isolation = earlier["isolation"]
-        results = {b: evaluate(b, None, earlier["benchmarks"][b]) for b in benchmarks}
-    else:
-        with BwrapSandbox(workers=2, uid_base=UID_BASE) as sandbox:
-            isolation = sandbox.isolation
-            results = {b: evaluate(b, sandbox, None) for b in benchmarks}
+    codet = Codet(args.codet_cache, args.test_generator, args.write_tests) if args.with_codet else None
+    try:
+        if args.reuse:
+            earlier = json.loads(args.reuse.read_text(encoding="utf-8"))
+            isolation = earlier["isolation"]
+            with BwrapSandbox(workers=2, uid_base=UID_BASE) if codet else nullcontext() as sandbox:
+                results = {b: evaluate(b, sandbox, earlier["benchmarks"][b], codet, args.limit) for b in benchmarks}
+        else:
+            with BwrapSandbox(workers=2, uid_base=UID_BASE) as sandbox:
+                isolation = sandbox.isolation
+                results = {b: evaluate(b, sandbox, None, codet, args.limit) for b in benchmarks}
+    except PkgError as exc:
+        parser.exit(2, f"bench_policies: {exc}\n")
     result = {"date": utc_now(), "machine": machine(), "isolation": isolation, "benchmarks": results}
     path = write_result(args.out, "policies", {**result, "reused": str(args.reuse) if args.reuse else None})
     (args.out / "policies.md").write_text(markdown(results, isolation), encoding="utf-8")

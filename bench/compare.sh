@@ -1,7 +1,7 @@
 #!/bin/sh
 # The comparisons whose outputs are committed under bench/results/compare-*/. Resumable: each
 # folder's generations.jsonl caches every reply, so running this again regenerates nothing that
-# exists and only fills in what is missing. Usage: bench/compare.sh [humaneval|mbpp] [ARMS]
+# exists and only fills in what is missing. Usage: bench/compare.sh [humaneval|mbpp|repo] [ARMS]
 set -eu
 cd "$(dirname "$0")/.."
 benchmark="${1:-humaneval}"
@@ -12,4 +12,4 @@ out="bench/results/compare-$benchmark"
 mkdir -p "$out"
 command=".venv/bin/pkg compare --benchmark $benchmark --arms $arms --out $out"
 echo "$command  # PKG_MBPP_PATH=${PKG_MBPP_PATH:-pkg/benchmarks/data/mbpp}, $(git rev-parse --short HEAD), $(date -u +%Y-%m-%dT%H:%MZ)" >> "$out/COMMAND"
-$command
+exec $command

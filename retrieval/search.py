@@ -1,10 +1,11 @@
 """Retrieval modes over one built corpus: PKG (func, block, json), the paper's baselines
-(bm25-rows, bm25-func, dense-rows), hybrid BM25 + dense fusion, and cAST chunks with neighbours."""
+(bm25-rows, bm25-func, dense-rows), hybrid BM25 + dense fusion, and cAST chunks (by vector or BM25)
+with neighbours. Options can hide files from every mode and add call-graph signatures to code hits."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from pkg.errors import ConfigError, StoreError
 from pkg.graph import Label
 from pkg.schema import ChunkNode, PathValueNode, RowNode, expect
 from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
+from retrieval.expand import EXPAND_BUDGET, Expand, expansions
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT, reciprocal_rank_fusion
 from retrieval.lexical import UNITS, open_index
 from retrieval.prompt import ContextItem, augmented_prompt
@@ -22,6 +24,9 @@ from retrieval.prune import prune
 
 #: How many candidates each ranking contributes to a fusion, at least.
 FUSION_DEPTH = 50
+#: With excluded sources, a ranking is first asked for this many times k hits, then this many times
+#: more each round until k survive the exclusion or the ranking runs out.
+OVERFETCH = 4
 
 
 class Mode(StrEnum):
@@ -31,6 +36,7 @@ class Mode(StrEnum):
     BLOCK = "block"  # Block-PKG: BLOCK by vector, pruned
     BM25_ROWS = "bm25-rows"  # the paper's BM25 over whole corpus items
     BM25_FUNC = "bm25-func"  # the paper's Func-BM25 over functions
+    BM25_CHUNK = "bm25-chunk"  # BM25 over cAST chunks, optionally with a neighbour
     DENSE_ROWS = "dense-rows"  # the paper's VoyageEmb arm: whole items by vector (any embedder)
     HYBRID = "hybrid"  # BM25 and dense rankings of one unit fused by weighted RRF
     CHUNK = "chunk"  # cAST chunks by vector, optionally with a neighbour
@@ -56,6 +62,9 @@ class Options:
     dense_weight: float = DENSE_WEIGHT
     rrf_k: int = RRF_K
     with_titles: bool = False  # json: prefix each leaf with the titles along its path
+    exclude_sources: frozenset[str] = frozenset()  # every mode: drop nodes of these files (a node's `source`)
+    expand: str = Expand.NONE  # code hits: add the signatures of their callees or callers (an Expand)
+    expand_budget: int = EXPAND_BUDGET  # tokens the expansion may add under one hit
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,14 @@ class Result:
     lines: tuple[int, int]
     score: float
     text: str
-    pruned_text: str
+    pruned_text: str  # the text as pruned, then the expansion, if any
+    expansion: str = ""  # the comment block of callee or caller signatures (Options.expand)
+
+    @property
+    def pruned(self) -> bool:
+        """Whether pruning dropped code from the hit (the expansion after it does not count)."""
+        shown = self.pruned_text.removesuffix(f"\n{self.expansion}\n") if self.expansion else self.pruned_text
+        return shown.rstrip() != self.text.rstrip()
 
 
 @dataclass(frozen=True)
@@ -102,12 +118,28 @@ class _Query:
         return self._vector
 
     def dense(self, label: Label, k: int) -> list[tuple[str, float]]:
-        return [(h.id, h.score) for h in self.store.search(label, self.vector, k)]
+        return self._kept(lambda n: [(h.id, h.score) for h in self.store.search(label, self.vector, n)], k)
 
     def sparse(self, unit: str, k: int) -> list[tuple[str, float]]:
         if self.db_dir is None:
             raise ConfigError("BM25 modes need the database directory that holds the index")
-        return open_index(self.store, self.db_dir, unit).search(self.text, k)
+        index = open_index(self.store, self.db_dir, unit)
+        return self._kept(lambda n: index.search(self.text, n), k)
+
+    def _kept(self, rank: Callable[[int], list[tuple[str, float]]], k: int) -> list[tuple[str, float]]:
+        """The k best hits of a ranking outside the excluded sources: it is asked for more hits until k
+        survive or it has no more. Unknown ids are kept, for `_require_found` to report."""
+        excluded = self.options.exclude_sources
+        if not excluded:
+            return rank(k)
+        n = k
+        while True:
+            n *= OVERFETCH
+            hits = rank(n)
+            sources = {node.id: node.source for node in self.store.nodes([doc for doc, _ in hits])}
+            kept = [(doc, score) for doc, score in hits if sources.get(doc) not in excluded]
+            if len(kept) >= k or len(hits) < n:
+                return kept[:k]
 
 
 def retrieve(
@@ -129,9 +161,32 @@ def retrieve(
     options = options or Options()
     if options.hybrid_unit not in UNITS:
         raise ConfigError(f"unknown hybrid unit {options.hybrid_unit!r}; use one of: {', '.join(UNITS)}")
+    if options.expand not in set(Expand):
+        raise ConfigError(f"unknown expansion {options.expand!r}; use one of: {', '.join(Expand)}")
+    if options.neighbour not in set(Neighbour):
+        raise ConfigError(f"unknown neighbour {options.neighbour!r}; use one of: {', '.join(Neighbour)}")
+    # the modes compare by identity: a plain string ("next") must become the member
+    options = replace(options, neighbour=Neighbour(options.neighbour), expand=Expand(options.expand))
+    if options.expand_budget < 0:
+        raise ConfigError("the expansion budget must not be negative")
     q = _Query(store, embedder, query, db_dir, options)
-    results = spec.run(q, k)
+    results = _expanded(q, spec.run(q, k))
     return Retrieval(results, augmented_prompt(query, [_item(r) for r in results]))
+
+
+def _expanded(q: _Query, results: list[Result]) -> list[Result]:
+    """Code results with their callees' or callers' signatures after their text, as the options ask."""
+    expand = Expand(q.options.expand)
+    code = [r.id for r in results if r.kind in (Label.IMPL.value, Label.BLOCK.value)]
+    if expand is Expand.NONE or not code:
+        return results
+    blocks = expansions(q.store, q.store.contexts(code), expand, q.options.expand_budget, q.options.exclude_sources)
+    return [
+        replace(r, pruned_text=f"{r.pruned_text.rstrip()}\n{blocks[r.id]}\n", expansion=blocks[r.id])
+        if r.id in blocks
+        else r
+        for r in results
+    ]
 
 
 def _hybrid(q: _Query, k: int) -> list[Result]:
@@ -230,7 +285,11 @@ def _item(result: Result) -> ContextItem:
 
 def _vector_code(label: Label) -> Callable[[_Query, int], list[Result]]:
     def run(q: _Query, k: int) -> list[Result]:
-        return _code_results(q, q.store.nearest_contexts(label, q.vector, k), prune_them=q.options.with_pruning)
+        if q.options.exclude_sources:  # over-fetching ids before pruning, which embeds every result
+            found = _with_contexts(q, q.dense(label, k))
+        else:
+            found = q.store.nearest_contexts(label, q.vector, k)
+        return _code_results(q, found, prune_them=q.options.with_pruning)
 
     return run
 
@@ -257,6 +316,11 @@ MODES: dict[str, ModeSpec] = {
         "BM25 over whole corpus items (the paper's BM25)", True, lambda q, k: _plain_results(q, q.sparse("rows", k))
     ),
     Mode.BM25_FUNC.value: ModeSpec("BM25 over functions (the paper's Func-BM25)", True, _bm25_func),
+    Mode.BM25_CHUNK.value: ModeSpec(
+        "BM25 over cAST chunks, optionally with a neighbour chunk",
+        True,
+        lambda q, k: _plain_results(q, q.sparse("chunk", k)),
+    ),
     Mode.DENSE_ROWS.value: ModeSpec(
         "whole corpus items by vector (the paper's VoyageEmb arm)",
         False,

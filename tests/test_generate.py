@@ -42,6 +42,7 @@ KEYS = {
     "probes",
     "generator",
     "isolation",
+    "written_tests",
     "cached_replies",
     "new_replies",
 }
@@ -57,6 +58,7 @@ VERDICT_KEYS = {
     "tests",
     "checks",
     "agrees_with",
+    "written_tests",
 }
 
 

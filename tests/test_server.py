@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,13 +271,15 @@ def _wait_for_http(process: subprocess.Popen[str], host: str, port: int) -> None
     raise AssertionError("pkg serve did not listen within 120 s")
 
 
-@pytest.fixture(scope="module")
-def http_server(built: Built) -> Iterator[HttpServer]:
-    own = built
-    port, token = free_port(), "s3cret-token"
+@contextmanager
+def serving_http(own: Built, token: str, token_in_env: bool = False) -> Iterator[HttpServer]:
+    """`pkg serve --http` on a free loopback port for the database of `own`, its token given by flag or
+    by PKG_SERVE_TOKEN; stopped on exit."""
+    port = free_port()
+    args = ["--http", f"127.0.0.1:{port}", *([] if token_in_env else ["--token", token])]
     process = subprocess.Popen(
-        [sys.executable, *_serve_args(own, "--http", f"127.0.0.1:{port}")],
-        env={**os.environ, **own.env, "PKG_SERVE_TOKEN": token},
+        [sys.executable, *_serve_args(own, *args)],
+        env={**os.environ, **own.env, **({"PKG_SERVE_TOKEN": token} if token_in_env else {})},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -288,6 +291,12 @@ def http_server(built: Built) -> Iterator[HttpServer]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def http_server(built: Built) -> Iterator[HttpServer]:
+    with serving_http(built, "s3cret-token", token_in_env=True) as server:
+        yield server
 
 
 def _client(server: HttpServer, token: str | None = None) -> Client:

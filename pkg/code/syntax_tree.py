@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from functools import cache
 
 from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_parser
@@ -14,17 +14,24 @@ from pkg.errors import ConfigError
 INDENT_CHARS = " \t\f"
 
 
-@cache
+_PARSERS = threading.local()
+
+
 def parser(grammar: str) -> Parser:
-    """Return the process-wide tree-sitter parser for ``grammar`` (a tree-sitter-language-pack name).
+    """Return the calling thread's tree-sitter parser for ``grammar`` (a tree-sitter-language-pack
+    name): a parser keeps state while it parses, so threads that parse at once (the queries of
+    `pkg serve`) must not share one.
 
     Raises:
         ConfigError: the language pack has no such grammar.
     """
-    try:
-        return get_parser(grammar)  # type: ignore[arg-type]
-    except LookupError as error:
-        raise ConfigError(f"tree-sitter-language-pack has no parser for language {grammar!r}") from error
+    parsers: dict[str, Parser] = _PARSERS.__dict__.setdefault("by_grammar", {})
+    if grammar not in parsers:
+        try:
+            parsers[grammar] = get_parser(grammar)  # type: ignore[arg-type]
+        except LookupError as error:
+            raise ConfigError(f"tree-sitter-language-pack has no parser for language {grammar!r}") from error
+    return parsers[grammar]
 
 
 def dedented(lines: list[str]) -> str:

@@ -27,6 +27,12 @@ class Embedder(ABC):
         """Embed a query; models without a query mode embed it as a document."""
         return self.embed_documents([text])[0]
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed several queries; models without a query mode embed them as documents, in one call."""
+        if type(self).embed_query is Embedder.embed_query:
+            return self.embed_documents(texts)
+        return np.stack([self.embed_query(text) for text in texts])
+
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Return float32 rows scaled to unit length (zero rows stay zero)."""

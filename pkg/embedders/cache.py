@@ -99,7 +99,7 @@ class CachedEmbedder(Embedder):
             order = list(missing)
             texts_to_embed = [missing[h] for h in order]
             if input_type == "query":
-                fresh = np.stack([self.inner.embed_query(t) for t in texts_to_embed])
+                fresh = self.inner.embed_queries(texts_to_embed)
             else:
                 fresh = self.inner.embed_documents(texts_to_embed)
             new = dict(zip(order, fresh))
@@ -115,4 +115,7 @@ class CachedEmbedder(Embedder):
         return self._cached(texts, "document")
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._cached([text], "query" if self._query_differs else "document")[0]
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(texts, "query" if self._query_differs else "document")

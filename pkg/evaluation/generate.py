@@ -9,7 +9,7 @@ import builtins
 import re
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from pkg.generators.base import Generator, generate_many
 from pkg.knowledge_base import KnowledgeBase
 from rerank.policies import POLICIES, Assessment, Candidate, Policy, Task, assess, probe_calls, statement_calls
 from rerank.policies.examiner import RUN_LIMITS
+from rerank.policies.written_tests import ShownTask, write_tests
 from rerank.reranker import cosine_similarities
 from rerank.sandbox import Sandbox
 
@@ -53,6 +54,15 @@ class UserTask:
         checks = self.examples + self.tests
         calls = statement_calls("\n".join(checks), self.entry_point) if self.entry_point else ()
         return Task(TASK_ID, self.entry_point or "", checks, calls)
+
+    @property
+    def shown_task(self) -> ShownTask:
+        """What a model writing tests sees (`codet`): the signature with its docstring, or the text and
+        the first call its examples make (inputs only); never the user's tests."""
+        if self.problem.benchmark == "humaneval":
+            return ShownTask(TASK_ID, self.entry_point or "", self.problem.prompt, code=True)
+        calls = statement_calls("\n".join(self.examples), self.entry_point) if self.entry_point else ()
+        return ShownTask(TASK_ID, self.entry_point or "", self.problem.text, False, calls[0] if calls else "")
 
     def answer(self, code: str) -> str:
         """The whole solution for a candidate's code: the code, or the signature it completes."""
@@ -210,6 +220,11 @@ def policy_for(name: str, task: UserTask) -> Policy:
             f"policy {name} compares candidates on calls of the function to write, and this task shows none: "
             "give a signature with >>> examples or --examples, or use --policy cascade"
         )
+    if policy.writes_tests and not task.entry_point:
+        raise ConfigError(
+            f"policy {name} has the model write tests that call the function to write, and this task names none: "
+            "give a signature, or examples that call it"
+        )
     return policy
 
 
@@ -228,6 +243,7 @@ class Verdict:
     tests: bool | None  # the user's tests alone; None: there are none
     checks: int  # self-checks passed in order (parses, runs, calls return, examples and tests), 0-4
     agrees_with: tuple[str, ...]  # arms whose candidates gave the same outputs on the probe calls
+    written_tests: int | None  # model-written tests passed (codet); None: the policy wrote none
 
 
 @dataclass(frozen=True)
@@ -247,6 +263,7 @@ class Generated:
     probes: int
     generator: str
     isolation: str
+    written_tests: tuple[str, ...] = ()  # asserts the model wrote for the policy (codet), from the task alone
 
 
 def _candidates(
@@ -289,6 +306,7 @@ def _verdicts(
     sandbox: Sandbox,
 ) -> tuple[Verdict, ...]:
     calls = len(task.policy_task.calls)
+    task_tests = any(assessed.tests for assessed in assessments)
     examples = _separately(sandbox, candidates, task.examples)
     tests = _separately(sandbox, candidates, task.tests)
     verdicts = []
@@ -316,6 +334,7 @@ def _verdicts(
                 tests[index],
                 assessed.checks(calls),
                 agrees,
+                sum(assessed.tests) if task_tests else None,
             )
         )
     return tuple(verdicts)
@@ -336,6 +355,9 @@ def generate(
     only by them) and the embedder of the candidates' similarity to the task."""
     candidates, tokens = _candidates(task, arms, generator, kb, settings, k)
     policy_task = task.policy_task
+    if policy.writes_tests:
+        written = write_tests(generator, [task.shown_task], settings.params, settings.concurrency)[0]
+        policy_task = replace(policy_task, tests=written)
     assessments = assess(sandbox, [(policy_task, candidates)])[0]
     selection = policy.choose(policy_task, candidates, assessments)
     return Generated(
@@ -352,6 +374,7 @@ def generate(
         probes=len(probe_calls(policy_task.calls)),
         generator=generator.model_id,
         isolation=sandbox.isolation,
+        written_tests=policy_task.tests,
     )
 
 
@@ -385,4 +408,7 @@ def render(result: Generated) -> str:
         )
     if result.clusters:
         lines.append("clusters of identical outputs on the probe calls: " + ", ".join(map(str, result.clusters)))
+    if result.written_tests:
+        passed = ", ".join(f"{v.arm} {v.written_tests}" for v in result.candidates)
+        lines.append(f"model-written tests passed, of {len(result.written_tests)}: {passed}")
     return result.answer.rstrip() + "\n\n" + "\n".join("# " + line for line in lines) + "\n"

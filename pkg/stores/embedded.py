@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from pathlib import Path
@@ -69,11 +70,13 @@ def _blas() -> ThreadpoolController:
 
 class EmbeddedStore(GraphStore):
     """Persistent, server-less store. Every write is one SQLite transaction (WAL), so a crash
-    mid-build leaves the last committed state, never a file that fails to open."""
+    mid-build leaves the last committed state, never a file that fails to open. Each thread that
+    uses the store gets a connection of its own (WAL readers run beside each other and beside one
+    writer); the vector matrices are shared by all of them."""
 
     def __init__(self, directory: Path, create: bool = False) -> None:
         self.directory = directory
-        path = directory / DB_FILE
+        path = self._path = directory / DB_FILE
         if not path.exists():
             if not create:
                 raise StoreNotFoundError(f"no PKG database in {directory}; run `pkg build` first")
@@ -82,9 +85,10 @@ class EmbeddedStore(GraphStore):
             except OSError as exc:
                 raise StoreError(f"cannot create the database directory {directory}: {exc}") from exc
         try:
-            self._db = sqlite3.connect(path, timeout=60)
+            self._local = threading.local()
+            self._connections: list[sqlite3.Connection] = []
+            self._lock = threading.Lock()
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
             with self._db:
                 self._db.executescript(_SCHEMA)
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", [SCHEMA_VERSION])
@@ -97,13 +101,30 @@ class EmbeddedStore(GraphStore):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the database in {directory}: {exc}") from exc
         if version != SCHEMA_VERSION:
-            self._db.close()
+            self.close()
             raise StoreError(
                 f"the database in {directory} has format {version}, this PKG reads format {SCHEMA_VERSION}; "
                 "delete it and build again"
             )
-        self._matrices: dict[Label, tuple[list[str], np.ndarray]] = {}
-        self._data_version = self._current_data_version()
+        # Per label: the data version it was read at (see _current_data_version), its ids and vectors.
+        self._matrices: dict[Label, tuple[int, list[str], np.ndarray]] = {}
+        self._probe = self._connect()  # never writes, so its data_version moves with every commit
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The calling thread's connection, opened on its first use."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+        return db
+
+    def _connect(self) -> sqlite3.Connection:
+        # check_same_thread off only so that close() may close every thread's connection
+        db = sqlite3.connect(self._path, timeout=60, check_same_thread=False)
+        db.execute("PRAGMA synchronous=NORMAL")
+        with self._lock:
+            self._connections.append(db)
+        return db
 
     # -- metadata ---------------------------------------------------------------------------
     @property
@@ -177,14 +198,15 @@ class EmbeddedStore(GraphStore):
 
     # -- reads ------------------------------------------------------------------------------
     def _current_data_version(self) -> int:
-        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        """A number that changes whenever any connection, in this process or another, commits."""
+        with self._lock:
+            return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
 
     def _matrix(self, label: Label) -> tuple[list[str], np.ndarray]:
         version = self._current_data_version()
-        if version != self._data_version:  # another connection committed since we cached
-            self._matrices.clear()
-            self._data_version = version
-        if label not in self._matrices:
+        cached = self._matrices.get(label)
+        if cached is None or cached[0] != version:
+            # read after the version: a commit in between only makes the next search read it again
             rows = self._db.execute(
                 "SELECT id, vector FROM nodes WHERE label = ? AND vector IS NOT NULL ORDER BY id", [label.value]
             ).fetchall()
@@ -194,8 +216,8 @@ class EmbeddedStore(GraphStore):
                 if rows
                 else np.zeros((0, 0), dtype=np.float32)
             )
-            self._matrices[label] = (ids, matrix)
-        return self._matrices[label]
+            cached = self._matrices[label] = (version, ids, matrix)
+        return cached[1], cached[2]
 
     def search(self, label: Label, query: np.ndarray, k: int) -> list[Hit]:
         ids, matrix = self._matrix(label)
@@ -328,4 +350,7 @@ class EmbeddedStore(GraphStore):
         return GraphCounts(nodes, rels)
 
     def close(self) -> None:
-        self._db.close()
+        """Close every thread's connection; the store is not used after this."""
+        with self._lock:
+            for db in self._connections:
+                db.close()

@@ -4,6 +4,7 @@ from what the sandbox tells of them without the hidden tests. `POLICIES` is the 
 from __future__ import annotations
 
 from rerank.policies.base import BASELINE_ARM, Assessment, Candidate, Policy, Selection, Task
+from rerank.policies.codet import Codet
 from rerank.policies.consensus import Cascade, Consensus
 from rerank.policies.examiner import assess
 from rerank.policies.paper import Paper
@@ -34,5 +35,7 @@ POLICIES: dict[str, Policy] = {
         Consensus("weighted-consensus", baseline_weight=2.0),
         Consensus("weighted-consensus-shown", baseline_weight=2.0, mutations=False),
         Cascade("cascade+consensus", then=Consensus("fallback", baseline_weight=2.0)),
+        Codet("codet"),
+        Codet("checked-codet", checked=True),
     )
 }

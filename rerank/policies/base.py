@@ -15,12 +15,14 @@ BASELINE_ARM = "norag"
 class Task:
     """One problem as a policy may see it: its examples with their outputs (HumanEval's `>>>` lines as
     asserts; none for MBPP, whose shown asserts are its hidden tests) and the entry point's calls the
-    statement shows (inputs only: MBPP's asserts without their expected values)."""
+    statement shows (inputs only: MBPP's asserts without their expected values); `tests` are asserts a
+    model wrote from the statement alone (`codet`), never from a candidate or the hidden tests."""
 
     task_id: str
     entry_point: str
     examples: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
+    tests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -38,12 +40,14 @@ class Candidate:
 class Assessment:
     """What the sandbox tells of one candidate, never from the hidden tests. `examples` is None when
     the task has none; `outputs` holds one canonical output per probe call ("!Name" for an exception,
-    "!Timeout" for a call over its CPU limit), or None when the probe program died."""
+    "!Timeout" for a call over its CPU limit), or None when the probe program died; `tests` whether it
+    passes each of the task's model-written tests."""
 
     parses: bool
     runs: bool
     examples: bool | None
     outputs: tuple[str, ...] | None
+    tests: tuple[bool, ...] = ()
 
     def checks(self, shown: int) -> int:
         """How many self-checks pass, in order: parses, runs, the shown calls return, the examples."""
@@ -82,6 +86,8 @@ class Policy(ABC):
     inputs: str
     #: Whether the policy compares candidates' outputs on the function's calls (and so needs a task with calls).
     compares_calls: bool = False
+    #: Whether the policy needs tests a model writes for the task (`Task.tests`).
+    writes_tests: bool = False
 
     @abstractmethod
     def choose(self, task: Task, candidates: Sequence[Candidate], assessments: Sequence[Assessment]) -> Selection:

@@ -1,5 +1,5 @@
-"""Runs candidates in the sandbox for the policies: alone, with the statement's examples, and on the
-probe calls; never with the hidden tests."""
+"""Runs candidates in the sandbox for the policies: alone, with the statement's examples, on the
+probe calls, and with the model-written tests; never with the hidden tests."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pkg.code.syntax_check import parses
 from rerank.policies.base import Assessment, Candidate, Task
 from rerank.policies.probes import CALL_SECONDS, probe_calls, probe_program, read_outputs
+from rerank.policies.written_tests import run_tests
 from rerank.sandbox import Limits, Sandbox
 
 #: Limits of a candidate run alone or with its examples (those of `pkg compare`).
@@ -25,7 +26,8 @@ def assess(
     progress: Callable[[int], None] | None = None,
 ) -> list[list[Assessment]]:
     """Each candidate's assessment, per task, in the order given. Runs alone and with examples in one
-    batch; the probe programs in another (their limits depend on how many calls a task probes)."""
+    batch; the probe programs in another (their limits depend on how many calls a task probes); the
+    written tests, where a task has some, in a third."""
     flat = [(task, candidate) for task, candidates in items for candidate in candidates]
     solo = [candidate.program for _, candidate in flat]
     with_examples = [
@@ -46,8 +48,9 @@ def assess(
         programs = [probe_program(flat[i][1].program, probes[i]) for i in indices]
         for index, outcome in zip(indices, sandbox.run_many(programs, probe_limits(count), progress), strict=True):
             outputs[index] = read_outputs(outcome.output, count)
+    written = run_tests(sandbox, solo, [task.tests for task, _ in flat], progress)
     assessed = iter(
-        Assessment(parses(candidate.code), outcome.passed, example, output)
-        for (_, candidate), outcome, example, output in zip(flat, runs, examples, outputs, strict=True)
+        Assessment(parses(candidate.code), outcome.passed, example, output, tests)
+        for (_, candidate), outcome, example, output, tests in zip(flat, runs, examples, outputs, written, strict=True)
     )
     return [[next(assessed) for _ in candidates] for _, candidates in items]

@@ -1,0 +1,267 @@
+"""Build a PKG at the paper's scale: ≥100k functions of the installed packages, embedded store, default embedder.
+
+The corpus is the venv's site-packages (bench/corpora.py: by package, then path, test folders left
+out) until --functions functions. One `KnowledgeBase.build` (default settings, a fresh embedding
+cache) is timed by stage (parse, embed, write, link, BM25 indexes), then 50 real queries per mode
+(first docstring lines of corpus functions) are timed in modes func and block, query embedding and
+pruning included. Records texts embedded, pruning variants, nodes, relationships, peak RSS, disk size
+against the raw float32 vector bytes, and each query's answers, which --compare checks against an
+earlier result (same corpus, another build setting). Progress on stderr; JSON to --out.
+
+    python bench/bench_scale.py [--functions 100000] [--db DIR] [--no-prepare-pruning] [--compare JSON]
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpora import SITE_PACKAGES, site_packages_corpus  # noqa: E402
+from bench.harness import bench_parser, machine, percentile, utc_now, write_result  # noqa: E402
+from pkg.graph import EMBEDDED_LABELS  # noqa: E402
+from pkg.knowledge_base import KnowledgeBase  # noqa: E402
+
+GEN_PID = Path("/tmp/gen.pid")
+MODES = ("func", "block")
+
+
+@dataclass
+class StageClock:
+    """A build's progress sink: when each stage last reported, with a line on stderr now and then."""
+
+    started: float = field(default_factory=time.perf_counter)
+    started_cpu: float = field(default_factory=time.process_time)
+    last: dict[str, float] = field(default_factory=dict)
+    last_cpu: dict[str, float] = field(default_factory=dict)
+    _shown: float = 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        self.last[stage], self.last_cpu[stage] = now, time.process_time()
+        if now - self._shown >= 15 or done == total:
+            self._shown = now
+            print(f"[{now - self.started:7.1f} s] {stage} {done}/{total}", file=sys.stderr, flush=True)
+
+    def seconds(self, stage: str, previous: str | None, cpu: bool = False) -> float:
+        """Seconds (wall clock, or this process's CPU time) from the end of the previous stage (or
+        the start) to the end of this one."""
+        last, started = (self.last_cpu, self.started_cpu) if cpu else (self.last, self.started)
+        start = last[previous] if previous else started
+        return last.get(stage, start) - start
+
+
+def generation_state() -> dict:
+    """The generation run named in /tmp/gen.pid, and whether it is paused (state T) right now."""
+    try:
+        pid = int(GEN_PID.read_text().strip())
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, ValueError):
+        return {"pid": None, "state": "none"}
+    return {"pid": pid, "state": "paused" if state == "T" else "running"}
+
+
+def disk_bytes(path: Path) -> int:
+    """Apparent size of every file under path."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def real_queries(files: list[Path], count: int) -> list[str]:
+    """`count` distinct first docstring lines (over 20 characters) of functions, spread evenly over
+    the corpus in its order."""
+    step = max(1, len(files) // (8 * count))
+    lines: dict[str, None] = {}
+    for path in files[::step]:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node)
+                first = doc.strip().split("\n")[0].strip() if doc else ""
+                if len(first) > 20:
+                    lines.setdefault(first)
+    found = list(lines)
+    if len(found) < count:
+        return found
+    return [found[i * len(found) // count] for i in range(count)]
+
+
+def time_queries(kb: KnowledgeBase, queries: dict[str, list[str]], k: int) -> tuple[dict, dict[str, list]]:
+    """Latency percentiles per mode and each query's answers (ids, and a digest of each pruned text)."""
+    kb.query("warm up the store's index", "func", k)
+    latency: dict[str, dict] = {}
+    answers: dict[str, list] = {}
+    for mode in MODES:
+        times, cpu = [], []
+        for text in queries[mode]:
+            started, started_cpu = time.perf_counter(), time.process_time()
+            results = kb.query(text, mode, k).results
+            times.append((time.perf_counter() - started) * 1000)
+            cpu.append((time.process_time() - started_cpu) * 1000)
+            answers[f"{mode}:{text}"] = [
+                [r.id, hashlib.sha1(r.pruned_text.encode()).hexdigest()[:12], len(r.text) - len(r.pruned_text)]
+                for r in results
+            ]
+        latency[mode] = {
+            "queries": len(times),
+            "p50": percentile(times, 50),
+            "p95": percentile(times, 95),
+            "cpu_p50": percentile(cpu, 50),  # this process's CPU ms (all its threads)
+            "cpu_p95": percentile(cpu, 95),
+        }
+        print(f"{mode}: p50 {latency[mode]['p50']:.1f} ms, p95 {latency[mode]['p95']:.1f} ms", file=sys.stderr)
+    return latency, answers
+
+
+def compare_answers(mine: dict, theirs: dict) -> dict:
+    """How many queries got the same top-k ids, and the same pruned texts, in both results."""
+    shared = sorted(set(mine) & set(theirs))
+    same_ids = [q for q in shared if [a[0] for a in mine[q]] == [a[0] for a in theirs[q]]]
+    same_all = [q for q in same_ids if [a[1] for a in mine[q]] == [a[1] for a in theirs[q]]]
+    differing = [{"query": q, "here": mine[q], "there": theirs[q]} for q in shared if q not in same_all]
+    return {"queries": len(shared), "same_ids": len(same_ids), "same_pruned_texts": len(same_all), "differ": differing}
+
+
+@contextmanager
+def build_dirs(db: Path | None) -> Iterator[tuple[Path, Path]]:
+    """(database dir, embedding cache dir): --db kept (with its cache beside it), else a temporary one."""
+    if db is not None:
+        if db.exists() and any(db.iterdir()):
+            raise SystemExit(f"{db} is not empty: the bench builds from scratch")
+        yield db, db.with_name(db.name + "-cache")
+        return
+    with tempfile.TemporaryDirectory(prefix="pkg-scale-") as tmp:
+        yield Path(tmp) / "db", Path(tmp) / "cache"
+
+
+def main() -> None:
+    parser = bench_parser(__doc__)
+    parser.add_argument("--functions", type=int, default=100_000)
+    parser.add_argument("--db", type=Path, default=None, help="database directory to keep (default: a temporary one)")
+    parser.add_argument("--queries", type=int, default=50, help="queries per mode")
+    parser.add_argument("-k", type=int, default=3)
+    parser.add_argument("--no-prepare-pruning", dest="prepare_pruning", action="store_false")
+    parser.add_argument("--compare", type=Path, default=None, help="an earlier result to compare answers with")
+    args = parser.parse_args()
+
+    load_before, generation = os.getloadavg()[0], generation_state()
+    started = time.perf_counter()
+    files, counted = site_packages_corpus(args.functions)
+    select_s = time.perf_counter() - started
+    packages = sorted({f.relative_to(SITE_PACKAGES).parts[0] for f in files})
+    print(
+        f"corpus: {len(files)} files, {counted} functions, {len(packages)} packages ({select_s:.0f} s)", file=sys.stderr
+    )
+    queries = real_queries(files, 2 * args.queries)
+    # each mode its own queries: a query asked twice would be a cache hit, not an embedding
+    by_mode = {"func": queries[0::2], "block": queries[1::2]}
+
+    with build_dirs(args.db) as (db, cache):
+        with KnowledgeBase(db, "embedded", cache_dir=cache) as kb:
+            started = time.perf_counter()
+            dim = kb.embedder.dim
+            load_s = time.perf_counter() - started
+            clock = StageClock()
+            report = kb.build(files, prepare_pruning=args.prepare_pruning, progress=clock).report
+            total_s = time.perf_counter() - clock.started
+            total_cpu = time.process_time() - clock.started_cpu
+            build_rss = peak_rss_bytes()
+            counts = kb.stats().counts
+            latency, answers = time_queries(kb, by_mode, args.k)
+        write_s = clock.seconds("write", "embed")
+        index_end = report.seconds  # parse_corpus and index_corpus, from the build's start
+        stages = {
+            "parse": clock.seconds("parse", None),
+            "embed": clock.seconds("embed", "parse"),
+            "write": write_s,
+            "link": index_end - (clock.last["write"] - clock.started),
+            "bm25_indexes": total_s - index_end,
+            "total": total_s,
+        }
+        # CPU seconds of this process: less sensitive than the wall clock to other work on the machine
+        cpu = {
+            "parse": clock.seconds("parse", None, cpu=True),
+            "embed": clock.seconds("embed", "parse", cpu=True),
+            "write": clock.seconds("write", "embed", cpu=True),
+            "total": total_cpu,
+        }
+        stored_vectors = sum(counts.nodes.get(label.value, 0) for label in EMBEDDED_LABELS)
+        db_bytes, cache_bytes = disk_bytes(db), disk_bytes(cache)
+        if args.db is None:
+            shutil.rmtree(cache, ignore_errors=True)
+
+    result = {
+        "benchmark": "scale: site-packages corpus, embedded store, default embedder",
+        "date": utc_now(),
+        "machine": machine(),
+        "load_before": load_before,
+        "generation": generation,
+        "corpus": {
+            "root": str(SITE_PACKAGES),
+            "files": len(files),
+            "functions_counted": counted,
+            "packages": packages,
+            "last_file": str(files[-1].relative_to(SITE_PACKAGES)),
+            "selection_seconds": select_s,
+        },
+        "build": {
+            "prepare_pruning": args.prepare_pruning,
+            "model_load_seconds": load_s,
+            "seconds": stages,
+            "cpu_seconds": cpu,
+            "functions": report.functions,
+            "blocks": report.blocks,
+            "texts_embedded": report.texts_embedded,
+            "pruning_variants": report.pruning_variants,
+            "texts_per_s": report.texts_embedded / stages["embed"] if stages["embed"] else None,
+            "nodes": counts.nodes,
+            "relationships": counts.relationships,
+            "skipped": len(report.skipped),
+            "issues": len(report.issues),
+        },
+        "memory": {"peak_rss_build_bytes": build_rss, "peak_rss_bytes": peak_rss_bytes()},
+        "disk": {
+            "db_bytes": db_bytes,
+            "cache_bytes": cache_bytes,
+            "stored_vectors": stored_vectors,
+            "raw_vector_bytes": stored_vectors * dim * 4,
+            "db_to_raw_vectors": db_bytes / (stored_vectors * dim * 4),
+            "raw_embedded_text_bytes": report.texts_embedded * dim * 4,
+        },
+        "query": {"k": args.k, "ms": latency, "load_after": os.getloadavg()[0]},
+        "answers": answers,
+    }
+    compared = None
+    if args.compare is not None:
+        compared = compare_answers(answers, json.loads(args.compare.read_text())["answers"])
+        result["compare"] = {"with": str(args.compare), **compared}
+    out = write_result(args.out, "scale", result)
+    summary = {key: result[key] for key in ("build", "memory", "disk", "query")}
+    print(json.dumps(summary, indent=2))
+    if compared is not None:
+        print(json.dumps({key: v for key, v in compared.items() if key != "differ"}))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
