@@ -646,7 +646,7 @@ def _compare_repo(
 
     if store != "embedded":
         raise click.UsageError("the repo benchmark builds one embedded PKG per package; leave out --store")
-    chosen = parse_repo_arms("all" if arms == "all" else arms)
+    chosen = parse_repo_arms(arms)
     tasks = load_repo_tasks()[:limit]
     bars = StageBars()
     generator = CachedGenerator(make_generator(generator_spec), GenerationCache(out / "generations.jsonl"))
@@ -660,7 +660,8 @@ def _compare_repo(
         generator.close()
     functions = sum(counts.get("IMPL", 0) for counts in sizes.values())
     notes = [
-        f"- {len(tasks)} tasks from {len(sizes)} packages ({functions} functions in their PKGs); generator "
+        f"- {len(tasks)} tasks from {len({t.repository for t in tasks})} of the {len(sizes)} packages (their PKGs "
+        f"hold {functions} functions); generator "
         f"{generator.model_id}, greedy, at most {run.params.max_new_tokens} new tokens",
         "- retrieval: top-3 from the task's own package, its file and any copy of its body left out, cut to "
         "512 model tokens; query: the last 10 lines of the in-file context",

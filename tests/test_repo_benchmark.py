@@ -76,6 +76,10 @@ def test_a_missing_package_is_an_error_that_says_so() -> None:
         ('```python\n"""Doc again."""\nreturn 3\n```', "return 3\n"),
         ("return 4", "return 4\n"),
         ("```python\nif x:\n    return (\n```", "if x:\n    return (\n"),
+        ('```python\ndef f(a,\n      b) -> int:\n    """Doc\n    more."""\n    x = (a +', "x = (a +\n"),
+        ('```python\n@cache\nasync def f(a):\n    """Doc."""\n    return g(', "return g(\n"),
+        ("```python\ndef f(a):\n    return (a +", "return (a +\n"),
+        ("```python\nx = 1\ndef f(a):\n    return (a +", "x = 1\ndef f(a):\n    return (a +\n"),
     ],
 )
 def test_the_body_comes_from_the_reply(reply: str, body: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -125,8 +126,8 @@ def body_from_reply(reply: str, function_name: str) -> str:
     code = blocks[0] if blocks else reply
     try:
         tree = ast.parse(textwrap.dedent(code))
-    except SyntaxError:
-        return textwrap.dedent(code).strip("\n") + "\n"
+    except SyntaxError:  # cut short by the token limit, most often: drop a header it repeats by its text
+        return _after_header(textwrap.dedent(code), function_name).strip("\n") + "\n"
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function_name:
             statements = node.body[1:] if ast.get_docstring(node, clean=False) is not None else node.body
@@ -140,6 +141,36 @@ def body_from_reply(reply: str, function_name: str) -> str:
         return ""
     lines = textwrap.dedent(code).splitlines(keepends=True)
     return "".join(lines[statements[0].lineno - 1 :]).rstrip("\n") + "\n"
+
+
+_TRIPLE_QUOTES = ('"""', "'''")
+
+
+def _after_header(code: str, function_name: str) -> str:
+    """Code that does not parse, without the `def` of `function_name` and its docstring if it starts with
+    them (a whole function cut short); otherwise as it is."""
+    lines = code.splitlines(keepends=True)
+    start = next(
+        (i for i, line in enumerate(lines) if re.match(rf"\s*(async\s+)?def\s+{re.escape(function_name)}\s*\(", line)),
+        None,
+    )
+    if start is None or any(line.strip() and not line.lstrip().startswith("@") for line in lines[:start]):
+        return code
+    end, depth = start, 0
+    while end < len(lines):  # the signature ends at a colon outside brackets
+        depth += sum(lines[end].count(c) for c in "([{") - sum(lines[end].count(c) for c in ")]}")
+        end += 1
+        if depth <= 0 and lines[end - 1].rstrip().endswith(":"):
+            break
+    rest = lines[end:]
+    first = next((i for i, line in enumerate(rest) if line.strip()), None)
+    if first is not None and rest[first].strip()[:3] in _TRIPLE_QUOTES:
+        quote = rest[first].strip()[:3]
+        closing = first if rest[first].strip().count(quote) >= 2 and len(rest[first].strip()) > 3 else None
+        if closing is None:
+            closing = next((i for i in range(first + 1, len(rest)) if quote in rest[i]), len(rest) - 1)
+        rest = rest[closing + 1 :]
+    return textwrap.dedent("".join(rest))
 
 
 # --- scores ---------------------------------------------------------------------------------------------
@@ -248,6 +279,8 @@ def where(result: Result, task: RepoTask) -> str:
 
 @dataclass
 class RepoRun:
+    """One repository run: the tasks and arms, the model, where the packages' PKGs are and the outputs go."""
+
     tasks: Sequence[RepoTask]
     arms: Sequence[str]
     generator: Generator
@@ -340,11 +373,11 @@ def summarise(records: Sequence[RepoRecord], arms: Sequence[str]) -> list[dict]:
             {
                 "arm": arm,
                 "tasks": len(group),
-                "exact match %": round(100 * mean(r.exact for r in group), 1),
+                "exact match %": round(100.0 * mean(r.exact for r in group), 1),
                 "edit similarity": round(mean(r.edit_similarity for r in group), 3),
                 "identifier precision": round(mean(r.identifier_precision for r in group), 3),
                 "identifier recall": round(mean(r.identifier_recall for r in group), 3),
-                "parses %": round(100 * mean(r.parses for r in group), 1),
+                "parses %": round(100.0 * mean(r.parses for r in group), 1),
                 "context tokens": round(mean(r.context_tokens for r in group)),
                 "prompt tokens": round(mean(r.prompt_tokens for r in group)),
                 "generation s": round(mean(r.generation_seconds for r in group), 1),
