@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import sysconfig
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ingest.extract import extract
@@ -40,14 +40,20 @@ def stdlib_corpus(min_functions: int) -> tuple[list[Path], int]:
         (p for p in STDLIB.rglob("*.py") if not _NEVER & set(p.relative_to(STDLIB).parts)),
         key=lambda p: (_is_test(p), str(p)),
     )
+    return _until(candidates, _functions, min_functions)
+
+
+def _until(candidates: Iterable[Path], count: Callable[[Path], int], min_functions: int) -> tuple[list[Path], int]:
+    """The candidates in order, those where `count` finds no function left out, until they hold
+    `min_functions`; with their total."""
     files: list[Path] = []
     total = 0
     for path in candidates:
-        count = _functions(path)
-        if count <= 0:
+        found = count(path)
+        if found <= 0:
             continue
         files.append(path)
-        total += count
+        total += found
         if total >= min_functions:
             break
     return files, total
@@ -81,16 +87,5 @@ def site_packages_corpus(
         (p for p in root.rglob("*.py") if not {"__pycache__", "site-packages"} & set(p.relative_to(root).parts)),
         key=lambda p: p.relative_to(root).parts,
     )
-    files: list[Path] = []
-    total = 0
-    for path in candidates:
-        if _is_site_test(path.relative_to(root)) or path.stat().st_size > MAX_FILE_BYTES:
-            continue
-        found = count(path)
-        if found <= 0:
-            continue
-        files.append(path)
-        total += found
-        if total >= min_functions:
-            break
-    return files, total
+    kept = (p for p in candidates if not _is_site_test(p.relative_to(root)) and p.stat().st_size <= MAX_FILE_BYTES)
+    return _until(kept, count, min_functions)

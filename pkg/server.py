@@ -39,12 +39,12 @@ from ingest.parse import BuildReport
 from pkg.embedders import Embedder
 from pkg.errors import ConfigError, PkgError
 from pkg.evaluation.prompts import context_block, fit_snippets
-from pkg.generators.base import estimate_tokens
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.progress import Progress
 from pkg.schema import BlockNode
 from retrieval.expand import Expand
 from retrieval.search import MODES, Mode, Options, Result
+from retrieval.tokenize import estimate_tokens
 
 #: Where the Streamable HTTP transport answers.
 MCP_PATH = "/mcp"

@@ -3,13 +3,13 @@ hit calls or that call it, from the CALLS edges, as a comment block under the hi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
 from enum import StrEnum
 
 from pkg.code.signatures import signature
 from pkg.schema import NameNode
 from pkg.stores.base import CallEdge, GraphStore, NodeContext
+from retrieval.tokenize import estimate_tokens
 
 
 class Expand(StrEnum):
@@ -29,10 +29,6 @@ EXPAND_BUDGET = 256
 #: How many same-named functions of one file `find_functions` may return while the NAME of one
 #: callee is looked up (`f` also matches `A.f`, `B.f`, ...).
 _NAME_MATCHES = 100
-
-#: Tokens as pkg.generators.base.estimate_tokens counts them (words and punctuation marks); that
-#: module sits above retrieval in the layers, so the rule is repeated here.
-_TOKENS = re.compile(r"\w+|[^\w\s]")
 
 #: Line comment of each language ("//" for every supported language but Python).
 _COMMENT = {"python": "#"}
@@ -89,17 +85,12 @@ def _block(lang: str, callers: bool, signatures: Sequence[str], budget: int) -> 
     """The comment block of the signatures that fit the budget, in order; empty when none does."""
     comment = _COMMENT.get(lang, "//")
     lines = [f"{comment} {'called by' if callers else 'calls'}:"]
-    used = count_tokens(lines[0])
+    used = estimate_tokens(lines[0])
     for text in dict.fromkeys(signatures):
         shown = [f"{comment} {line}" for line in text.splitlines()]
-        cost = sum(count_tokens(line) for line in shown)
+        cost = sum(estimate_tokens(line) for line in shown)
         if used + cost > budget:
             break
         lines += shown
         used += cost
     return "\n".join(lines) if len(lines) > 1 else ""
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of a text for no model in particular: its words and punctuation marks."""
-    return len(_TOKENS.findall(text))

@@ -23,7 +23,7 @@ from collections.abc import Set
 from functools import lru_cache
 from typing import Protocol
 
-__all__ = ["Tokenizer", "code_tokens"]
+__all__ = ["Tokenizer", "code_tokens", "estimate_tokens"]
 
 
 class Tokenizer(Protocol):
@@ -59,3 +59,12 @@ def _word_tokens(word: str) -> tuple[str, ...]:
     if parts == [whole]:
         return (whole,)
     return (whole, *parts)
+
+
+_WORDS = re.compile(r"\w+|[^\w\s]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of a text for no model in particular: its words and punctuation marks (the budgets of
+    context blocks, expansions and the MCP tools; a model's own count is `Generator.count_tokens`)."""
+    return len(_WORDS.findall(text))

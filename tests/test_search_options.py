@@ -14,9 +14,9 @@ import pytest
 from pkg.embedders import CachedEmbedder
 from pkg.errors import ConfigError
 from pkg.stores.embedded import EmbeddedStore
-from retrieval.expand import count_tokens
 from retrieval.lexical import open_index
 from retrieval.search import MODES, Neighbour, Options, Result, retrieve
+from retrieval.tokenize import estimate_tokens
 from tests.conftest import FIXTURES, STDLIB, cli_build, run_cli
 from tests.helpers import build
 
@@ -126,7 +126,7 @@ def test_callers_of_a_hit(built: Built) -> None:
 
 def test_expansion_is_cut_to_its_budget(built: Built) -> None:
     header, first = "// calls:", "// func (c *Counter) Add(k int) int"
-    budget = count_tokens(header) + count_tokens(first)
+    budget = estimate_tokens(header) + estimate_tokens(first)
     assert built.top("Total xs", expand="callees", expand_budget=budget).expansion == f"{header}\n{first}"
     assert built.top("Total xs", expand="callees", expand_budget=budget - 1).expansion == ""
     unexpanded = built.top("Total xs", expand="callees", expand_budget=0)

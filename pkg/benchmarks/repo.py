@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pkg.benchmarks.base import quiet_parse
 from pkg.errors import BenchmarkError
-from pkg.generators.base import estimate_tokens
+from retrieval.tokenize import estimate_tokens
 
 REPO = "repo"
 
@@ -175,7 +175,7 @@ def _task(
     code = code_lines(body)
     if not MIN_BODY_LINES <= len(code) <= MAX_BODY_LINES or _is_stub(statements):
         return None
-    if _words(body) > MAX_BODY_WORDS:
+    if estimate_tokens(body) > MAX_BODY_WORDS:
         return None
     prefix = _cut_prefix(lines[:body_start], _first_line(function) - 1)
     if "\n".join(code) in "\n".join(code_lines(prefix)):
@@ -220,18 +220,13 @@ def _is_stub(statements: Sequence[ast.stmt]) -> bool:
 def _cut_prefix(lines: Sequence[str], header_start: int) -> str:
     """The last lines of the file before the body within PREFIX_WORDS tokens, the header whole."""
     kept = list(lines[header_start:])
-    budget = PREFIX_WORDS - _words("".join(kept))
+    budget = PREFIX_WORDS - estimate_tokens("".join(kept))
     for line in reversed(lines[:header_start]):
-        budget -= _words(line)
+        budget -= estimate_tokens(line)
         if budget < 0:
             break
         kept.insert(0, line)
     return "".join(kept)
-
-
-def _words(text: str) -> int:
-    """The model-independent size of code used for budgets here: its words and punctuation marks."""
-    return estimate_tokens(text)
 
 
 def code_lines(code: str) -> list[str]:
@@ -245,23 +240,17 @@ def code_lines(code: str) -> list[str]:
 
 def _comments(code: str) -> list[tuple[int, int]]:
     """Where each comment starts (line from 1, column); those before a tokenizing error on broken code."""
-    found = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type == tokenize.COMMENT:
-                found.append(token.start)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass
-    return found
+    return [token.start for token in _tokens(code) if token.type == tokenize.COMMENT]
 
 
 def identifiers(code: str) -> list[str]:
     """The identifiers of code in order (keywords left out); best effort on code that does not tokenize."""
-    names: list[str] = []
+    return [t.string for t in _tokens(code) if t.type == tokenize.NAME and not keyword.iskeyword(t.string)]
+
+
+def _tokens(code: str) -> Iterator[tokenize.TokenInfo]:
+    """Python's tokens of code, up to where it stops tokenizing (code cut short, or not Python)."""
     try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type == tokenize.NAME and not keyword.iskeyword(token.string):
-                names.append(token.string)
+        yield from tokenize.generate_tokens(io.StringIO(code).readline)
     except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass
-    return names
+        return

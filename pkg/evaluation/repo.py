@@ -123,23 +123,22 @@ def body_from_reply(reply: str, function_name: str) -> str:
     """The body a reply writes, dedented: from a whole function of that name if it wrote one (its
     docstring dropped), else the first code block (or the reply) as it stands."""
     blocks = code_blocks(reply)
-    code = blocks[0] if blocks else reply
+    code = textwrap.dedent(blocks[0] if blocks else reply)
     try:
-        tree = ast.parse(textwrap.dedent(code))
+        tree = ast.parse(code)
     except SyntaxError:  # cut short by the token limit, most often: drop a header it repeats by its text
-        return _after_header(textwrap.dedent(code), function_name).strip("\n") + "\n"
+        return _after_header(code, function_name).strip("\n") + "\n"
+    lines = code.splitlines(keepends=True)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function_name:
             statements = node.body[1:] if ast.get_docstring(node, clean=False) is not None else node.body
             if statements:
-                lines = textwrap.dedent(code).splitlines(keepends=True)
                 return textwrap.dedent("".join(lines[statements[0].lineno - 1 : node.end_lineno]))
     statements = tree.body
     if statements and isinstance(statements[0], ast.Expr) and isinstance(statements[0].value, ast.Constant):
         statements = statements[1:]  # a repeated docstring
     if not statements:
         return ""
-    lines = textwrap.dedent(code).splitlines(keepends=True)
     return "".join(lines[statements[0].lineno - 1 :]).rstrip("\n") + "\n"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -10,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from pkg.errors import ConfigError
+from retrieval.tokenize import estimate_tokens
 
 
 class Message(TypedDict):
@@ -38,14 +38,6 @@ class Completion:
     completion_tokens: int
     seconds: float
     finish_reason: str = "stop"
-
-
-_WORDS = re.compile(r"\w+|[^\w\s]")
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens of a text for no model in particular: its words and punctuation marks."""
-    return len(_WORDS.findall(text))
 
 
 class Generator(ABC):

@@ -180,24 +180,36 @@ __probe_sys.stdout = __ProbeSink()
 """
 
 
-def probe_program(program: str, calls: tuple[str, ...]) -> str:
-    """`program` (a candidate with what runs before it) followed by the calls, each under a CPU limit,
-    its own printing silenced."""
-    arguments = f"{json.dumps(list(calls))}, {MARKER!r}, {OUTPUT_CHARS}, {CALL_SECONDS}"
+def harnessed(program: str, harness: str, call: str) -> str:
+    """`program` (a candidate with what runs before it) followed by a harness and the call that runs it,
+    the candidate's own printing silenced (but for a `__future__` import, which must come first)."""
     silence = "" if "__future__" in program else SILENCE
-    return f"{silence}{program}\n{HARNESS}\n__probe_main({arguments})\n"
+    return f"{silence}{program}\n{harness}\n{call}\n"
+
+
+def reported(output: str, marker: str, count: int) -> list | None:
+    """The JSON list of `count` items a harness printed after `marker` (on the last line that starts with
+    it), or None when it printed none (the program died first) or something else."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(marker):
+            try:
+                found = json.loads(line[len(marker) :])
+            except json.JSONDecodeError:
+                return None
+            return found if isinstance(found, list) and len(found) == count else None
+    return None
+
+
+def probe_program(program: str, calls: tuple[str, ...]) -> str:
+    """`program` followed by the calls, each under a CPU limit, its own printing silenced."""
+    arguments = f"{json.dumps(list(calls))}, {MARKER!r}, {OUTPUT_CHARS}, {CALL_SECONDS}"
+    return harnessed(program, HARNESS, f"__probe_main({arguments})")
 
 
 def read_outputs(output: str, count: int) -> tuple[str, ...] | None:
     """The outputs a probe program printed, or None when it printed none (it died first)."""
-    for line in reversed(output.splitlines()):
-        if line.startswith(MARKER):
-            try:
-                outputs = json.loads(line[len(MARKER) :])
-            except json.JSONDecodeError:
-                return None
-            return tuple(map(str, outputs)) if isinstance(outputs, list) and len(outputs) == count else None
-    return None
+    found = reported(output, MARKER, count)
+    return None if found is None else tuple(map(str, found))
 
 
 #: What stands between a call and its shown result in prose examples ("f(1) ➞ 2", "f(1) should return 2");

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pkg.errors import ConfigError
 from pkg.generators.base import GenerationParams, Generator, Message, generate_many
 from pkg.generators.cache import GenerationCache, cache_key
-from rerank.policies.probes import SILENCE
+from rerank.policies.probes import harnessed, reported
 from rerank.sandbox import Limits, Sandbox
 
 #: Tests asked of the model, and most kept per problem (the order of the reply).
@@ -172,21 +172,14 @@ def __tests_main(tests, marker, seconds):
 def program_with_tests(program: str, tests: Sequence[str]) -> str:
     """`program` (a candidate with what runs before it) followed by every test, each under
     `TEST_SECONDS` of CPU, its own printing silenced."""
-    silence = "" if "__future__" in program else SILENCE
     arguments = f"{json.dumps(list(tests))}, {MARKER!r}, {TEST_SECONDS}"
-    return f"{silence}{program}\n{HARNESS}\n__tests_main({arguments})\n"
+    return harnessed(program, HARNESS, f"__tests_main({arguments})")
 
 
 def read_verdicts(output: str, count: int) -> tuple[bool, ...] | None:
     """The verdicts a tests program printed, or None when it printed none (it died first)."""
-    for line in reversed(output.splitlines()):
-        if line.startswith(MARKER):
-            try:
-                verdicts = json.loads(line[len(MARKER) :])
-            except json.JSONDecodeError:
-                return None
-            return tuple(map(bool, verdicts)) if isinstance(verdicts, list) and len(verdicts) == count else None
-    return None
+    found = reported(output, MARKER, count)
+    return None if found is None else tuple(map(bool, found))
 
 
 def limits_for_tests(count: int) -> Limits:
