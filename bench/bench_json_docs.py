@@ -99,7 +99,7 @@ def main() -> None:
     tops: dict[str, list[list[tuple[str, float]]]] = {}
     asker = make_embedder("minilm", None)  # no cache: every query is embedded, as a user's first
     asker.embed_query("warm up")
-    with tempfile.TemporaryDirectory() as tmp, neo4j_database() as (uri, _):
+    with tempfile.TemporaryDirectory() as tmp, neo4j_database() as (uri, _, _):
         wipe(uri)
         stores: dict[str, GraphStore] = {
             "embedded": EmbeddedStore(Path(tmp) / "db", create=True),

@@ -205,13 +205,13 @@ def run(
     nodes: list[Node],
     edges: list[Edge],
     info: EmbedderInfo,
-    server: tuple[str, int | None],
+    server: tuple[str, int | None, Path | None],
     seed: int,
 ) -> dict:
     """Write the corpus with one variant on the emptied database and check the result."""
     if not variant.vectors:
         nodes = [replace(n, vector=None) for n in nodes]
-    uri, pid = server
+    uri, pid, _ = server
     wipe(uri)
     with patched(variant):
         store = Neo4jStore(uri)

@@ -1,4 +1,4 @@
-"""Build a PKG at the paper's scale: ≥100k functions of the installed packages, embedded store, default embedder.
+"""Build a PKG at the paper's scale: ≥100k functions of the installed packages, embedded store, any embedder.
 
 The corpus is the venv's site-packages (bench/corpora.py: by package, then path, test folders left
 out) until --functions functions. One `KnowledgeBase.build` (default settings, a fresh embedding
@@ -6,9 +6,12 @@ cache) is timed by stage (parse, embed, write, link, BM25 indexes), then 50 real
 (first docstring lines of corpus functions) are timed in modes func and block, query embedding and
 pruning included. Records texts embedded, pruning variants, nodes, relationships, peak RSS, disk size
 against the raw float32 vector bytes, and each query's answers, which --compare checks against an
-earlier result (same corpus, another build setting). Progress on stderr; JSON to --out.
+earlier result (same corpus, another build setting or embedder). Then a retrieval task on the corpus
+itself: 300 docstring first lines of other functions, recall@1 and @10 of the function each came from,
+and (with --compare) the top-10 overlap with the earlier result. Progress on stderr; JSON to --out.
 
-    python bench/bench_scale.py [--functions 100000] [--db DIR] [--no-prepare-pruning] [--compare JSON]
+    python bench/bench_scale.py [--functions 100000] [--db DIR] [--embedder SPEC] [--no-prepare-pruning]
+        [--compare JSON]
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,9 +34,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.corpora import SITE_PACKAGES, site_packages_corpus  # noqa: E402
-from bench.harness import bench_parser, machine, percentile, utc_now, write_result  # noqa: E402
+from bench.harness import bench_parser, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
+from pkg.embedders import DEFAULT_SPEC, SPEC_HELP  # noqa: E402
 from pkg.graph import EMBEDDED_LABELS  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
+from pkg.stores import STORES  # noqa: E402
+from pkg.stores.embedded import EmbeddedStore  # noqa: E402
 
 GEN_PID = Path("/tmp/gen.pid")
 MODES = ("func", "block")
@@ -84,11 +90,11 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def real_queries(files: list[Path], count: int) -> list[str]:
+def real_queries(files: list[Path], count: int) -> dict[str, tuple[str, int]]:
     """`count` distinct first docstring lines (over 20 characters) of functions, spread evenly over
-    the corpus in its order."""
+    the corpus in its order, each with the file and line of the function it came from."""
     step = max(1, len(files) // (8 * count))
-    lines: dict[str, None] = {}
+    lines: dict[str, tuple[str, int]] = {}
     for path in files[::step]:
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -99,11 +105,29 @@ def real_queries(files: list[Path], count: int) -> list[str]:
                 doc = ast.get_docstring(node)
                 first = doc.strip().split("\n")[0].strip() if doc else ""
                 if len(first) > 20:
-                    lines.setdefault(first)
+                    lines.setdefault(first, (str(path), node.lineno))
     found = list(lines)
-    if len(found) < count:
-        return found
-    return [found[i * len(found) // count] for i in range(count)]
+    if len(found) > count:
+        found = [found[i * len(found) // count] for i in range(count)]
+    return {text: lines[text] for text in found}
+
+
+def known_item_recall(kb: KnowledgeBase, queries: dict[str, tuple[str, int]], k: int = 10) -> dict:
+    """A retrieval task on the corpus itself: how often the function a docstring line came from is the
+    first func-mode hit, or among the first k; and each query's k ids (for top-k overlap)."""
+    ranks, ids = [], {}
+    for text, (path, line) in queries.items():
+        results = kb.query(text, "func", k).results
+        ids[text] = [r.id for r in results]
+        found = [i for i, r in enumerate(results) if r.path == path and r.lines[0] <= line <= r.lines[1]]
+        ranks.append(found[0] if found else None)
+    return {
+        "queries": len(ranks),
+        "k": k,
+        "recall_at_1": sum(rank == 0 for rank in ranks) / len(ranks),
+        f"recall_at_{k}": sum(rank is not None for rank in ranks) / len(ranks),
+        "ids": ids,
+    }
 
 
 def time_queries(kb: KnowledgeBase, queries: dict[str, list[str]], k: int) -> tuple[dict, dict[str, list]]:
@@ -133,13 +157,49 @@ def time_queries(kb: KnowledgeBase, queries: dict[str, list[str]], k: int) -> tu
     return latency, answers
 
 
-def compare_answers(mine: dict, theirs: dict) -> dict:
-    """How many queries got the same top-k ids, and the same pruned texts, in both results."""
+def vector_recall(kb: KnowledgeBase, exact_db: Path, texts: list[str], k: int = 10) -> dict:
+    """Recall@k of the store's vector search against the exact search of an embedded database that
+    holds the same vectors (same corpus, same embedder), per embedded label, with the search latency."""
+    vectors = kb.embedder.embed_queries(texts)
+    recall: dict[str, float] = {}
+    times: list[float] = []
+    with EmbeddedStore(exact_db) as exact:
+        for label in EMBEDDED_LABELS:
+            if not kb.store.counts().nodes.get(label.value):
+                continue
+            found = asked = 0
+            for vector in vectors:
+                truth = {hit.id for hit in exact.search(label, vector, k)}
+                started = time.perf_counter()
+                hits = kb.store.search(label, vector, k)
+                times.append((time.perf_counter() - started) * 1000)
+                found += len(truth & {hit.id for hit in hits})
+                asked += len(truth)
+            recall[label.value] = found / asked
+    return {
+        "queries": len(texts),
+        "recall_at_10": recall,
+        "search_p50_ms": percentile(times, 50),
+        "search_p95_ms": percentile(times, 95),
+    }
+
+
+def compare_answers(mine: dict, theirs: dict, mine_top: dict, theirs_top: dict) -> dict:
+    """How many queries got the same top-k ids, and the same pruned texts, in both results; and the
+    mean share of the known-item queries' top-10 ids both results hold."""
+    shared_top = sorted(set(mine_top) & set(theirs_top))
+    overlap = [len(set(mine_top[q]) & set(theirs_top[q])) / max(1, len(theirs_top[q])) for q in shared_top]
     shared = sorted(set(mine) & set(theirs))
     same_ids = [q for q in shared if [a[0] for a in mine[q]] == [a[0] for a in theirs[q]]]
     same_all = [q for q in same_ids if [a[1] for a in mine[q]] == [a[1] for a in theirs[q]]]
     differing = [{"query": q, "here": mine[q], "there": theirs[q]} for q in shared if q not in same_all]
-    return {"queries": len(shared), "same_ids": len(same_ids), "same_pruned_texts": len(same_all), "differ": differing}
+    return {
+        "queries": len(shared),
+        "same_ids": len(same_ids),
+        "same_pruned_texts": len(same_all),
+        "top10_overlap": sum(overlap) / len(overlap) if overlap else None,
+        "differ": differing,
+    }
 
 
 @contextmanager
@@ -161,6 +221,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50, help="queries per mode")
     parser.add_argument("-k", type=int, default=3)
     parser.add_argument("--no-prepare-pruning", dest="prepare_pruning", action="store_false")
+    parser.add_argument("--embedder", default=DEFAULT_SPEC, help=f"embedder spec: {SPEC_HELP}")
+    parser.add_argument(
+        "--store", choices=STORES, default="embedded", help="neo4j: a just-started local server (or NEO4J_URI)"
+    )
+    parser.add_argument(
+        "--exact-db", type=Path, default=None, help="embedded database of the same build: vector recall against it"
+    )
     parser.add_argument("--compare", type=Path, default=None, help="an earlier result to compare answers with")
     args = parser.parse_args()
 
@@ -172,12 +239,18 @@ def main() -> None:
     print(
         f"corpus: {len(files)} files, {counted} functions, {len(packages)} packages ({select_s:.0f} s)", file=sys.stderr
     )
-    queries = real_queries(files, 2 * args.queries)
+    queries = list(real_queries(files, 2 * args.queries))
     # each mode its own queries: a query asked twice would be a cache hit, not an embedding
     by_mode = {"func": queries[0::2], "block": queries[1::2]}
+    known_items = real_queries(files[1::2], 300)  # other files' docstrings, asked after the timing
 
-    with build_dirs(args.db) as (db, cache):
-        with KnowledgeBase(db, "embedded", cache_dir=cache) as kb:
+    with ExitStack() as stack:
+        db, cache = stack.enter_context(build_dirs(args.db))
+        server_home = None
+        if args.store == "neo4j":
+            uri, _, server_home = stack.enter_context(neo4j_database())
+            os.environ["NEO4J_URI"] = uri
+        with KnowledgeBase(db, args.store, embedder=args.embedder, cache_dir=cache) as kb:
             started = time.perf_counter()
             dim = kb.embedder.dim
             load_s = time.perf_counter() - started
@@ -188,6 +261,10 @@ def main() -> None:
             build_rss = peak_rss_bytes()
             counts = kb.stats().counts
             latency, answers = time_queries(kb, by_mode, args.k)
+            retrieval = known_item_recall(kb, known_items)
+            if args.exact_db is not None:
+                retrieval["vector_search"] = vector_recall(kb, args.exact_db, list(known_items)[:100])
+            embedder_name = kb.embedder.name
         write_s = clock.seconds("write", "embed")
         index_end = report.seconds  # parse_corpus and index_corpus, from the build's start
         stages = {
@@ -206,12 +283,15 @@ def main() -> None:
             "total": total_cpu,
         }
         stored_vectors = sum(counts.nodes.get(label.value, 0) for label in EMBEDDED_LABELS)
-        db_bytes, cache_bytes = disk_bytes(db), disk_bytes(cache)
+        db_bytes = disk_bytes(server_home / "data" if server_home else db)
+        cache_bytes = disk_bytes(cache)
         if args.db is None:
             shutil.rmtree(cache, ignore_errors=True)
 
     result = {
-        "benchmark": "scale: site-packages corpus, embedded store, default embedder",
+        "benchmark": "scale: site-packages corpus",
+        "store": args.store,
+        "embedder": embedder_name,
         "date": utc_now(),
         "machine": machine(),
         "load_before": load_before,
@@ -249,14 +329,17 @@ def main() -> None:
             "raw_embedded_text_bytes": report.texts_embedded * dim * 4,
         },
         "query": {"k": args.k, "ms": latency, "load_after": os.getloadavg()[0]},
+        "retrieval": {key: value for key, value in retrieval.items() if key != "ids"},
         "answers": answers,
+        "known_item_ids": retrieval["ids"],
     }
     compared = None
     if args.compare is not None:
-        compared = compare_answers(answers, json.loads(args.compare.read_text())["answers"])
+        earlier = json.loads(args.compare.read_text())
+        compared = compare_answers(answers, earlier["answers"], retrieval["ids"], earlier.get("known_item_ids", {}))
         result["compare"] = {"with": str(args.compare), **compared}
     out = write_result(args.out, "scale", result)
-    summary = {key: result[key] for key in ("build", "memory", "disk", "query")}
+    summary = {key: result[key] for key in ("build", "memory", "disk", "query", "retrieval")}
     print(json.dumps(summary, indent=2))
     if compared is not None:
         print(json.dumps({key: v for key, v in compared.items() if key != "differ"}))

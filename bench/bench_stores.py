@@ -176,7 +176,7 @@ def main() -> None:
         stages.watch(search, "prune", "pruning")  # the variants' vectors come from the cache
 
         def neo4j() -> GraphStore:  # started only now: its start-up would slow the embedded store's run
-            uri, _ = servers.enter_context(neo4j_database())
+            uri, _, _ = servers.enter_context(neo4j_database())
             wipe(uri)
             return Neo4jStore(uri)
 

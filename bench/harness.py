@@ -63,18 +63,18 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 @contextmanager
-def neo4j_database() -> Iterator[tuple[str, int | None]]:
-    """(Bolt URI, server pid or None): NEO4J_URI if set (the caller wipes it), else a fresh local
-    Neo4j started with docker/neo4j-start.sh for the run and stopped after it."""
+def neo4j_database() -> Iterator[tuple[str, int | None, Path | None]]:
+    """(Bolt URI, server pid, server home): NEO4J_URI if set (the caller wipes it; no pid, no home),
+    else a fresh local Neo4j started with docker/neo4j-start.sh for the run and stopped after it."""
     from tests.neo4j_server import start_local
 
     if os.environ.get("NEO4J_URI"):
-        yield os.environ["NEO4J_URI"], None
+        yield os.environ["NEO4J_URI"], None, None
         return
     with tempfile.TemporaryDirectory(prefix="pkg-neo4j-bench-") as home:
         server = start_local(Path(home))
         try:
-            yield server.uri, server.pid
+            yield server.uri, server.pid, Path(home)
         finally:
             server.stop()
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from tree_sitter import Node as TsNode
 
 from pkg.code.languages import LANGUAGES, node_text
-from pkg.code.syntax_tree import parser
+from pkg.code.syntax_tree import parse_python, parser
 from pkg.graph import Label, content_id
 from pkg.schema import ClassNode, Contains, FileNode, Imports, ModuleNode, NameNode, NodeRecord, RelRecord
 
@@ -110,7 +110,7 @@ def python_structure(source: str, text: str) -> Structure:
     path = Path(source)
     found = Structure(module=python_module(path))
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return found
     module = found.module or ""

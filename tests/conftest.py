@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pkg.benchmarks.mbpp import PACKAGED_DIR
-from pkg.embedders import CachedEmbedder, EmbeddingCache
+from pkg.embedders import CachedEmbedder, EmbeddingCache, make_embedder
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from tests.neo4j_server import start_local, wipe
 
@@ -130,6 +130,14 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 def minilm() -> SentenceTransformerEmbedder:
     """The real default model, loaded once per session from its PyPI package."""
     return SentenceTransformerEmbedder()
+
+
+@pytest.fixture(scope="session")
+def static_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder whose models/ holds the fast profile's static table, distilled once (~20 s)."""
+    folder = tmp_path_factory.mktemp("static-cache")
+    assert make_embedder("static", folder).dim == 384
+    return folder
 
 
 @pytest.fixture(scope="module")

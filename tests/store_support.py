@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from contextlib import closing
@@ -16,7 +15,7 @@ from neo4j import Driver, GraphDatabase
 
 from pkg.schema import NODE_RECORDS
 from pkg.stores.base import GraphStore
-from pkg.stores.embedded import DB_FILE, EmbeddedStore
+from pkg.stores.embedded import DB_FILE, EmbeddedStore, stored_props
 from pkg.stores.neo4j_store import Neo4jStore
 
 QUERIES = Path(__file__).parent / "queries"
@@ -63,10 +62,10 @@ def _embedded_snapshot(store: EmbeddedStore) -> GraphSnapshot:
         nodes = {
             node_id: (
                 label,
-                {k: v for k, v in json.loads(props).items() if v is not None},
+                {k: v for k, v in stored_props(props, text).items() if v is not None},
                 rounded(np.frombuffer(vector, dtype=np.float32)) if vector else (),
             )
-            for node_id, label, props, vector in db.execute("SELECT id, label, props, vector FROM nodes")
+            for node_id, label, props, vector, text in db.execute("SELECT id, label, props, vector, text FROM nodes")
         }
         edges = set(db.execute("SELECT src, type, dst FROM edges").fetchall())
     return GraphSnapshot(nodes, edges, store.sources())

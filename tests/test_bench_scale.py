@@ -1,11 +1,14 @@
-"""The scale benchmark's corpus choice, query choice and answer comparison, on small real trees."""
+"""The scale benchmark's corpus choice, query choice, answer comparison and recall measures, on small real trees."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.bench_scale import compare_answers, real_queries
+import pytest
+
+from bench.bench_scale import compare_answers, known_item_recall, real_queries, vector_recall
 from bench.corpora import project_functions, site_packages_corpus
+from pkg.knowledge_base import KnowledgeBase
 
 
 def _write(root: Path, relative: str, text: str) -> Path:
@@ -53,16 +56,42 @@ def test_real_queries_are_distinct_long_first_docstring_lines(tmp_path: Path) ->
             tmp_path, "b.py", _functions(1, "short") + _functions(1, "Parse a header line into a name and a value.")
         ),
     ]
-    assert real_queries(files, 5) == [
-        "Return the number given, unchanged.",
-        "Parse a header line into a name and a value.",
-    ]
-    assert real_queries(files, 1) == ["Return the number given, unchanged."]
+    assert real_queries(files, 5) == {
+        "Return the number given, unchanged.": (str(files[0]), 1),
+        "Parse a header line into a name and a value.": (str(files[1]), 5),
+    }
+    assert list(real_queries(files, 1)) == ["Return the number given, unchanged."]
 
 
 def test_compare_answers_tells_ids_from_pruned_texts() -> None:
     mine = {"func:q1": [["a", "h1", 0]], "func:q2": [["b", "h2", 0]], "block:q3": [["c", "h3", 5]]}
     theirs = {"func:q1": [["a", "h1", 0]], "func:q2": [["b", "hX", 9]], "block:q3": [["d", "h3", 5]], "only": []}
-    compared = compare_answers(mine, theirs)
+    mine_top = {"k1": ["a", "b", "c", "d"], "k2": ["e"]}
+    theirs_top = {"k1": ["a", "x", "c", "y"], "k2": ["f"], "k3": []}
+    compared = compare_answers(mine, theirs, mine_top, theirs_top)
     assert (compared["queries"], compared["same_ids"], compared["same_pruned_texts"]) == (3, 2, 1)
     assert [d["query"] for d in compared["differ"]] == ["block:q3", "func:q2"]
+    assert compared["top10_overlap"] == (2 / 4 + 0) / 2
+
+
+@pytest.mark.model
+def test_known_items_and_vector_recall_on_a_real_build(static_folder: Path, tmp_path: Path) -> None:
+    files = [
+        _write(tmp_path, "geo.py", 'def circle_area(radius):\n    """Area of a circle of the radius given."""\n'),
+        _write(
+            tmp_path,
+            "net.py",
+            'def parse_header(line):\n    """Split an HTTP header line into its name and value."""\n'
+            '    return line.partition(":")[::2]\n',
+        ),
+    ]
+    queries = real_queries(files, 5)
+    with KnowledgeBase(tmp_path / "db", embedder="static", cache_dir=static_folder) as kb:
+        kb.build(files)
+        known = known_item_recall(kb, queries)
+        assert (known["queries"], known["recall_at_1"], known["recall_at_10"]) == (2, 1.0, 1.0)
+        assert set(known["ids"]) == set(queries) and all(len(ids) == 2 for ids in known["ids"].values())
+        # the same database as its own exact reference: every label it embeds is recalled in full
+        vectors = vector_recall(kb, tmp_path / "db", list(queries))
+    assert vectors["queries"] == 2 and set(vectors["recall_at_10"]) == {"IMPL", "CHUNK", "ROW"}
+    assert set(vectors["recall_at_10"].values()) == {1.0}

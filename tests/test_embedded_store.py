@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
+import zlib
 from itertools import pairwise
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 from pkg.errors import EmbedderMismatchError, StoreNotFoundError
 from pkg.graph import Edge, Label, Node, Rel
 from pkg.stores.base import EmbedderInfo
-from pkg.stores.embedded import EmbeddedStore
+from pkg.stores.embedded import DB_FILE, EmbeddedStore
 
 
 def _random_nodes(count: int, dim: int, seed: int) -> list[Node]:
@@ -47,6 +49,31 @@ def test_persistence_and_idempotent_writes(tmp_path: Path) -> None:
         assert store.embedder_info() == EmbedderInfo("st:test", 8)
         hit = store.search(Label.BLOCK, nodes[7].vector, 1)[0]
         assert hit.id == "b7" and hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_format_3_database_is_upgraded_in_place_and_keeps_its_texts(tmp_path: Path) -> None:
+    """Format 3 kept a node's text among its JSON props; format 4 adds a compressed text column."""
+    with sqlite3.connect(tmp_path / DB_FILE) as db:
+        db.executescript(
+            """
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            INSERT INTO meta VALUES ('schema_version', '3');
+            CREATE TABLE nodes (id TEXT PRIMARY KEY, label TEXT NOT NULL, source TEXT, props TEXT NOT NULL,
+                                vector BLOB);
+            CREATE TABLE edges (src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, props TEXT,
+                                PRIMARY KEY (src, type, dst)) WITHOUT ROWID;
+            CREATE TABLE sources (path TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID;
+            INSERT INTO nodes VALUES ('old', 'BLOCK', NULL,
+                '{"end_line": 1, "impl_id": "f", "start_line": 1, "text": "x = 0"}', NULL);
+            """
+        )
+    with EmbeddedStore(tmp_path) as store:
+        store.write(_random_nodes(2, 4, 0)[1:], [])
+        assert dict(store.texts(Label.BLOCK)) == {"old": "x = 0", "b1": "x = 1"}
+    with sqlite3.connect(tmp_path / DB_FILE) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
+        props, text = db.execute("SELECT props, text FROM nodes WHERE id = 'b1'").fetchone()
+        assert "text" not in props and zlib.decompress(text) == b"x = 1"
 
 
 def test_top_k_is_exact_cosine(tmp_path: Path) -> None:
@@ -87,7 +114,7 @@ def test_kill_mid_write_leaves_a_store_that_opens(tmp_path: Path) -> None:
         import sys
         import numpy as np
         from pkg.graph import Label, Node
-        from pkg.stores.embedded import EmbeddedStore
+        from pkg.stores.embedded import DB_FILE, EmbeddedStore
         store = EmbeddedStore(__import__("pathlib").Path({str(tmp_path)!r}), create=True)
         vector = np.ones(64, dtype=np.float32) / 8
         batch = 0

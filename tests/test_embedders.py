@@ -187,3 +187,57 @@ def test_any_sentence_transformers_model_by_path(minilm: SentenceTransformerEmbe
     by_path = make_embedder(f"st:{packaged_minilm_path()}", None)
     assert by_path.name == f"st:{packaged_minilm_path()}" and by_path.dim == 384
     np.testing.assert_allclose(by_path.embed_documents(["x = 1"]), minilm.embed_documents(["x = 1"]), atol=1e-5)
+
+
+# -- the fast profile: static vectors distilled from the packaged MiniLM -------------------------------
+
+
+@pytest.mark.model
+def test_static_table_is_distilled_once_into_the_cache_folder(static_folder: Path) -> None:
+    from pkg.embedders.static import RECIPE, StaticEmbedder
+
+    table = static_folder / "models" / f"{RECIPE}.npy"
+    written = table.stat().st_mtime_ns
+    embedder = make_embedder("static", static_folder)
+    assert isinstance(embedder, StaticEmbedder)  # no cache in front: it would cost more than it saves
+    assert embedder.name == "static" and embedder.dim == 384 and not (static_folder / "embeddings.sqlite").exists()
+    again = StaticEmbedder(static_folder / "models").embed_documents(["def add(a, b):\n    return a + b"])
+    assert table.stat().st_mtime_ns == written and not list(table.parent.glob("*.partial.npy"))
+    np.testing.assert_array_equal(again, embedder.embed_documents(["def add(a, b):\n    return a + b"]))
+
+
+@pytest.mark.model
+def test_static_vectors_are_unit_and_rank_related_code_first(static_folder: Path) -> None:
+    from pkg.embedders.static import StaticEmbedder
+
+    static = StaticEmbedder(static_folder / "models")
+    docs = [
+        "def sort_numbers(values):\n    return sorted(values)",
+        "def fetch_page(url):\n    import urllib.request\n    return urllib.request.urlopen(url).read()",
+        "def read_config(path):\n    import json\n    with open(path) as f:\n        return json.load(f)",
+    ]
+    vectors = static.embed_documents([*docs, ""])
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, rtol=1e-5)
+    assert not vectors[3].any()  # no tokens, no direction
+    for query, expected in (("download a web page from a url", 1), ("load the json config file at a path", 2)):
+        assert int(np.argmax(vectors[:3] @ static.embed_query(query))) == expected
+
+
+@pytest.mark.model
+def test_a_database_built_with_the_static_profile_queries_with_it(static_folder: Path, tmp_path: Path) -> None:
+    from pkg.knowledge_base import KnowledgeBase
+
+    source = tmp_path / "shapes.py"
+    source.write_text(
+        'def circle_area(radius):\n    """Area of a circle."""\n    return 3.14159 * radius ** 2\n\n\n'
+        'def parse_header(line):\n    """Split an HTTP header line into name and value."""\n'
+        '    name, _, value = line.partition(":")\n    return name.strip(), value.strip()\n'
+    )
+    with KnowledgeBase(tmp_path / "db", embedder="static", cache_dir=static_folder) as kb:
+        report = kb.build([source]).report
+        # nothing to keep prepared pruning texts in: they are embedded when a query prunes
+        assert report.pruning_variants == 0 and report.texts_embedded > 0
+    with KnowledgeBase(tmp_path / "db", cache_dir=static_folder) as kb:
+        assert kb.stats().embedder is not None and kb.stats().embedder.name == "static"
+        assert kb.query("split a header line into its name and value", "func", 1).results[0].name == "parse_header"

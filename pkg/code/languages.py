@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 import re
 import unicodedata
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,7 +37,7 @@ from pathlib import Path
 from tree_sitter import Node
 
 from pkg.code.functions import Block, Extraction, Function
-from pkg.code.syntax_tree import dedented
+from pkg.code.syntax_tree import dedented, parse_python
 
 #: Returns a node's name, or None when it has none.
 NameRule = Callable[[Node], str | None]
@@ -406,20 +405,13 @@ def _maybe_async(kind: str) -> Callable[[Node], str]:
     return rule
 
 
-def _quiet_ast(text: str) -> ast.Module:
-    """``ast.parse`` without warnings (e.g. invalid escape sequences in user code)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(text)
-
-
 def python_error(text: str, first_line: int) -> str | None:
     """Why ``ast`` rejects Python ``text``, which starts at line ``first_line``; None if it accepts it."""
     try:
-        _quiet_ast(text)
+        parse_python(text)
     except SyntaxError:
         try:
-            _quiet_ast("\n" * (first_line - 1) + text)  # again, for absolute line numbers
+            parse_python("\n" * (first_line - 1) + text)  # again, for absolute line numbers
         except SyntaxError as error:
             reason = " ".join(str(error.msg).split())
             return f"{reason} (line {error.lineno})" if error.lineno else reason
@@ -454,7 +446,7 @@ def python_functions(source: str) -> Extraction | None:
     if _LONE_CR.search(source):
         return None
     try:
-        module = _quiet_ast(source)
+        module = parse_python(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     reader = _AstReader(source.split("\n"))

@@ -13,7 +13,7 @@ import ast
 from tree_sitter import Node
 
 from pkg.code.languages import LANGUAGES, LanguageSpec
-from pkg.code.syntax_tree import parser
+from pkg.code.syntax_tree import parse_python, parser
 
 PYTHON = "python"
 
@@ -33,7 +33,7 @@ def _first_line(text: str) -> str:
 def _python_signature(text: str) -> str | None:
     """The def line(s) and, indented under them, the docstring's first paragraph in triple quotes."""
     try:
-        module = ast.parse(text)
+        module = parse_python(text)
     except (SyntaxError, ValueError):
         return None
     node = next((n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)

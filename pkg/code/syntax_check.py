@@ -9,13 +9,12 @@ unpruned text parses without errors.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from pkg.code.languages import LANGUAGES, Frame
-from pkg.code.syntax_tree import parser
+from pkg.code.syntax_tree import parse_python, parser
 
 PYTHON = "python"
 
@@ -23,7 +22,7 @@ PYTHON = "python"
 def parses(code: str) -> bool:
     """Whether the code is syntactically valid Python."""
     try:
-        ast.parse(code)
+        parse_python(code)
     except (SyntaxError, ValueError):
         return False
     return True

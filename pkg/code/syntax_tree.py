@@ -1,8 +1,11 @@
-"""Helpers shared by the tree-sitter users: parsers, spans, dedented texts, syntax errors."""
+"""Helpers shared by the parsers' users: tree-sitter parsers, Python's `ast`, spans, dedented texts,
+syntax errors."""
 
 from __future__ import annotations
 
+import ast
 import threading
+import warnings
 from collections.abc import Callable
 
 from tree_sitter import Node, Parser
@@ -32,6 +35,21 @@ def parser(grammar: str) -> Parser:
         except LookupError as error:
             raise ConfigError(f"tree-sitter-language-pack has no parser for language {grammar!r}") from error
     return parsers[grammar]
+
+
+# CPython 3.11 keeps the AST constructor's recursion depth in state every thread shares: two threads
+# parsing at once can fail with "SystemError: AST constructor recursion depth mismatch" (cpython
+# gh-106905), as `pkg serve`'s readers did pruning for 8 clients at once. Parsing holds the GIL
+# anyway, so taking turns costs nothing.
+_AST_TURNS = threading.Lock()
+
+
+def parse_python(text: str) -> ast.Module:
+    """``ast.parse`` safe to call from several threads, without the warnings old code gives (invalid
+    escape sequences and the like). Raises what ``ast.parse`` raises."""
+    with _AST_TURNS, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
 
 
 def dedented(lines: list[str]) -> str:

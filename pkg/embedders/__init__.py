@@ -10,48 +10,62 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pkg.config import default_cache_dir
 from pkg.embedders.base import Embedder, unit_rows
 from pkg.embedders.cache import CachedEmbedder, EmbeddingCache
 from pkg.errors import ConfigError
 
 
-def _minilm(_: str) -> Embedder:
+def _minilm(_: str, _cache_dir: Path) -> Embedder:
     from pkg.embedders.sentence_transformer import DEFAULT_MODEL, SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(DEFAULT_MODEL)
 
 
-def _sentence_transformer(model: str) -> Embedder:
+def _sentence_transformer(model: str, _cache_dir: Path) -> Embedder:
     from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(model)
 
 
-def _voyage(model: str) -> Embedder:
+def _voyage(model: str, _cache_dir: Path) -> Embedder:
     from pkg.embedders.voyage import DEFAULT_MODEL, VoyageEmbedder
 
     return VoyageEmbedder(model or DEFAULT_MODEL)
 
 
-def _openai_compat(model: str) -> Embedder:
+def _openai_compat(model: str, _cache_dir: Path) -> Embedder:
     from pkg.embedders.openai_compat import OpenAICompatEmbedder
 
     return OpenAICompatEmbedder(model)
 
 
+def _static(_: str, cache_dir: Path) -> Embedder:
+    from pkg.embedders.static import StaticEmbedder
+
+    return StaticEmbedder(cache_dir / "models")
+
+
 @dataclass(frozen=True)
 class EmbedderKind:
     """One kind of spec: the argument it takes (`:X` required, `[:X]` optional, `` none), what it
-    is, how to build it from the argument, and whether queries are embedded apart from documents."""
+    is, how to build it from the argument and the cache folder, whether queries are embedded apart
+    from documents, and whether the persistent cache goes in front of it."""
 
     argument: str
     summary: str
-    build: Callable[[str], Embedder]
+    build: Callable[[str, Path], Embedder]
     query_differs: bool = False
+    cached: bool = True
 
 
 EMBEDDER_KINDS: dict[str, EmbedderKind] = {
     "minilm": EmbedderKind("", "default, offline", _minilm),
+    # Not cached: building 100k functions, the cache's lookups and writes took 60% of the embedding
+    # stage and the static model 33% (py-spy), and its file would have held 0.7 GB of vectors.
+    "static": EmbedderKind(
+        "", "fast profile: static vectors from MiniLM, ~100x faster, lower recall", _static, cached=False
+    ),
     "st": EmbedderKind(":NAME_OR_PATH", "any sentence-transformers model", _sentence_transformer),
     "voyage": EmbedderKind("[:MODEL]", "Voyage AI, key in VOYAGE_API_KEY", _voyage, query_differs=True),
     "openai-embed": EmbedderKind(
@@ -75,14 +89,15 @@ __all__ = [
 
 
 def make_embedder(spec: str, cache_dir: Path | None) -> Embedder:
-    """Build the embedder a spec names, behind the persistent cache unless cache_dir is None."""
+    """Build the embedder a spec names, behind the persistent cache unless cache_dir is None or the
+    kind is not worth caching (models made locally are kept in cache_dir, else the default folder)."""
     kind, _, argument = spec.partition(":")
     entry = EMBEDDER_KINDS.get(kind)
     if entry is None:
         raise ConfigError(f"unknown embedder {spec!r}; use {SPEC_HELP}")
     if entry.argument.startswith(":") and not argument:
         raise ConfigError(f"embedder {kind!r} needs a model: {kind}{entry.argument}")
-    inner = entry.build(argument)
-    if cache_dir is None:
+    inner = entry.build(argument, cache_dir or default_cache_dir())
+    if cache_dir is None or not entry.cached:
         return inner
     return CachedEmbedder(inner, EmbeddingCache(cache_dir / "embeddings.sqlite"), entry.query_differs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pkg.errors import ConfigError
@@ -43,18 +43,22 @@ ALL_ARMS = (*GENERATING, *DERIVED)
 PAPER_ARMS = ("norag", "bm25", "dense", "func-bm25", "func-pkg", "block-pkg", "json-pkg", RERANKED, ORACLE)
 
 
+def expand_names(spec: str, known: Sequence[str], what: str, groups: Mapping[str, Sequence[str]]) -> list[str]:
+    """Comma-separated names of `known`, each once, in order, a group's name standing for its members;
+    an unknown name (or none) is a ConfigError naming the valid ones."""
+    expanded: list[str] = []
+    for name in (part.strip() for part in spec.split(",") if part.strip()):
+        expanded.extend(n for n in groups.get(name, (name,)) if n not in expanded)
+    unknown = [name for name in expanded if name not in known]
+    if unknown or not expanded:
+        choices = ", ".join([*known, *groups])
+        raise ConfigError(f"unknown {what}(s) {', '.join(unknown) or repr(spec)}; choose from {choices}")
+    return expanded
+
+
 def parse_arms(spec: str) -> list[str]:
     """Comma-separated arm names, `all`, or `paper`; unknown names are an error naming the valid ones."""
-    names = [part.strip() for part in spec.split(",") if part.strip()]
-    expanded: list[str] = []
-    for name in names:
-        group = {"all": ALL_ARMS, "paper": PAPER_ARMS}.get(name, (name,))
-        expanded.extend(n for n in group if n not in expanded)
-    unknown = [name for name in expanded if name not in ALL_ARMS]
-    if unknown or not expanded:
-        raise ConfigError(
-            f"unknown arm(s) {', '.join(unknown) or spec!r}; choose from {', '.join(ALL_ARMS)}, all, paper"
-        )
+    expanded = expand_names(spec, ALL_ARMS, "arm", {"all": ALL_ARMS, "paper": PAPER_ARMS})
     if any(name in DERIVED for name in expanded) and not any(name in GENERATING for name in expanded):
         raise ConfigError("reranked and oracle choose among generating arms; name at least one of those too")
     return expanded

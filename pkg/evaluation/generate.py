@@ -15,7 +15,7 @@ import numpy as np
 
 from pkg.benchmarks import Problem
 from pkg.errors import ConfigError
-from pkg.evaluation.arms import GENERATING, Retriever
+from pkg.evaluation.arms import GENERATING, Retriever, expand_names
 from pkg.evaluation.extract import code_from_reply
 from pkg.evaluation.prompts import build_messages, context_block, fit_snippets
 from pkg.evaluation.run import RunSettings
@@ -203,11 +203,7 @@ def parse_task(
 
 def parse_arms(spec: str) -> list[str]:
     """Comma-separated generating arms; anything else is a ConfigError naming the valid ones."""
-    names = list(dict.fromkeys(part.strip() for part in spec.split(",") if part.strip()))
-    unknown = [name for name in names if name not in GENERATING]
-    if unknown or not names:
-        raise ConfigError(f"unknown arm(s) {', '.join(unknown) or repr(spec)}; choose from {', '.join(GENERATING)}")
-    return names
+    return expand_names(spec, list(GENERATING), "arm", {})
 
 
 def policy_for(name: str, task: UserTask) -> Policy:

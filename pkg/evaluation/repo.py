@@ -21,8 +21,7 @@ from statistics import mean
 
 from pkg.benchmarks.repo import REPOSITORIES, Repository, RepoTask, code_lines, identifiers, package_root, source_files
 from pkg.embedders import Embedder
-from pkg.errors import ConfigError
-from pkg.evaluation.arms import Arm
+from pkg.evaluation.arms import Arm, expand_names
 from pkg.evaluation.extract import code_blocks
 from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.generators.base import GenerationParams, Generator, Message
@@ -62,14 +61,7 @@ K = 3
 
 def parse_repo_arms(spec: str) -> list[str]:
     """Comma-separated repository arms, or `all`; unknown names are an error naming the valid ones."""
-    names = [part.strip() for part in spec.split(",") if part.strip()]
-    expanded = list(REPO_ARMS) if names == ["all"] else names
-    unknown = [name for name in expanded if name not in REPO_ARMS]
-    if unknown or not expanded:
-        raise ConfigError(
-            f"unknown repository arm(s) {', '.join(unknown) or repr(spec)}; choose from {', '.join(REPO_ARMS)}"
-        )
-    return expanded
+    return expand_names(spec, list(REPO_ARMS), "repository arm", {"all": list(REPO_ARMS)})
 
 
 @dataclass
