@@ -169,8 +169,12 @@ class Neo4jStore(GraphStore):
                 ef_construction=HNSW_EF_CONSTRUCTION_PATHVALUE if label is Label.PATHVALUE else HNSW_EF_CONSTRUCTION,
                 quantization=HNSW_QUANTIZATION,
             )
-        self._run("await_indexes", seconds=INDEX_WAIT_SECONDS)
+        self.await_indexes()
         self._indexed.update(EMBEDDED_LABELS)
+
+    def await_indexes(self) -> None:
+        """Block until every index is online (populated), at most INDEX_WAIT_SECONDS."""
+        self._run("await_indexes", seconds=INDEX_WAIT_SECONDS)
 
     # -- metadata ---------------------------------------------------------------------------
     @property
