@@ -72,15 +72,15 @@ def index_corpus(
     write (each one transaction, replacing what the store held for them); remove deleted sources.
 
     With `prepare_pruning`, the texts pruning can produce are embedded too, into the embedding cache,
-    so that query-time pruning needs no model call; an embedder with no cache in front (one cheaper
-    than its cache) has nowhere to keep them and embeds them when a query prunes."""
+    so that query-time pruning needs no model call; an embedder that keeps no vectors (no cache in
+    front, or one cheaper than its cache) would throw them away: a query that prunes embeds them."""
     started = time.perf_counter()
     report = corpus.report
     store.check_embedder(EmbedderInfo(embedder.name, embedder.dim), record=True)
     cached = embedder if isinstance(embedder, CachedEmbedder) else None
     hits, misses = (cached.hits, cached.misses) if cached else (0, 0)
     texts = embedded_texts(corpus.nodes)
-    if prepare_pruning and cached:
+    if prepare_pruning and embedder.keeps_vectors:
         variants = pruning_variants(corpus.units)
         report.pruning_variants = len(variants)
         texts += variants

@@ -195,6 +195,10 @@ class BatchedEmbedder(Embedder):
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def keeps_vectors(self) -> bool:
+        return self.inner.keeps_vectors
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._ask(texts, queries=False)
 

@@ -204,6 +204,7 @@ def test_static_table_is_distilled_once_into_the_cache_folder(static_folder: Pat
     again = StaticEmbedder(static_folder / "models").embed_documents(["def add(a, b):\n    return a + b"])
     assert table.stat().st_mtime_ns == written and not list(table.parent.glob("*.partial.npy"))
     np.testing.assert_array_equal(again, embedder.embed_documents(["def add(a, b):\n    return a + b"]))
+    assert not embedder.keeps_vectors and make_embedder("minilm", static_folder / "elsewhere").keeps_vectors
 
 
 @pytest.mark.model

@@ -114,6 +114,7 @@ def test_concurrent_queries_share_forward_passes_and_get_their_own_vectors(tmp_p
         documents = batched.embed_documents(["def f():\n    return 1\n", TEXTS[0]])
         assert documents.shape == (2, 384) and np.allclose(documents[1], alone[TEXTS[0]], atol=1e-5)
         assert batched.dim == 384 and batched.name == model.name
+        assert batched.keeps_vectors  # a build through it prepares pruning variants, as through its cache
         assert batched.embed_documents([]).shape == (0, 384)
     finally:
         batched.close()

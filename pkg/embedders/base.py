@@ -15,6 +15,11 @@ class Embedder(ABC):
     name: str
 
     @property
+    def keeps_vectors(self) -> bool:
+        """Whether a text embedded now is not embedded again later (a cache is in front of the model)."""
+        return False
+
+    @property
     @abstractmethod
     def dim(self) -> int:
         """Dimension of the vectors."""

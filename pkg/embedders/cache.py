@@ -91,6 +91,10 @@ class CachedEmbedder(Embedder):
     def dim(self) -> int:
         return self.cache.dim(self.name) or self.inner.dim
 
+    @property
+    def keeps_vectors(self) -> bool:
+        return True
+
     def _cached(self, texts: Sequence[str], input_type: str) -> np.ndarray:
         hashes = [text_hash(t) for t in texts]
         found = self.cache.get_many(self.name, input_type, sorted(set(hashes)))
