@@ -1,4 +1,4 @@
-"""Build a PKG at the paper's scale: ≥100k functions of the installed packages, embedded store, any embedder.
+"""Build a PKG at the paper's scale: ≥100k functions of the installed packages, either store, any embedder.
 
 The corpus is the venv's site-packages (bench/corpora.py: by package, then path, test folders left
 out) until --functions functions. One `KnowledgeBase.build` (default settings, a fresh embedding
@@ -8,10 +8,12 @@ pruning included. Records texts embedded, pruning variants, nodes, relationships
 against the raw float32 vector bytes, and each query's answers, which --compare checks against an
 earlier result (same corpus, another build setting or embedder). Then a retrieval task on the corpus
 itself: 300 docstring first lines of other functions, recall@1 and @10 of the function each came from,
-and (with --compare) the top-10 overlap with the earlier result. Progress on stderr; JSON to --out.
+and (with --compare) the top-10 overlap with the earlier result. With --store neo4j the build goes to
+a just-started local Neo4j (or NEO4J_URI), and --exact-db names an embedded build of the same corpus
+and embedder whose exact search the vector indexes' recall@10 is measured against.
 
     python bench/bench_scale.py [--functions 100000] [--db DIR] [--embedder SPEC] [--no-prepare-pruning]
-        [--compare JSON]
+        [--store embedded|neo4j] [--exact-db DIR] [--compare JSON]
 """
 
 from __future__ import annotations
@@ -190,7 +192,7 @@ def vector_recall(kb: KnowledgeBase, exact_db: Path, texts: list[str], k: int = 
             recall[label.value] = found / asked
     return {
         "queries": len(texts),
-        "recall_at_10": recall,
+        f"recall_at_{k}": recall,
         "search_p50_ms": percentile(times, 50),
         "search_p95_ms": percentile(times, 95),
     }
