@@ -42,7 +42,7 @@ if "--no-rust" in sys.argv:  # the driver falls back to its pure-Python PackStre
 from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 
 from corpora import stdlib_corpus  # noqa: E402
-from harness import bench_parser, neo4j_database, percentile, utc_now, write_result  # noqa: E402
+from harness import bench_parser, cpu_seconds, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 
 from ingest.parse import parse_corpus  # noqa: E402
 from pkg.config import default_cache_dir  # noqa: E402
@@ -56,7 +56,6 @@ from tests.neo4j_server import wipe  # noqa: E402
 
 K = 10
 QUERIES_PER_LABEL = 50
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -147,10 +146,7 @@ class Clock:
         self.last = self._now()
 
     def _now(self) -> tuple[float, float, float]:
-        server = 0.0
-        if self.server_pid is not None:
-            fields = Path(f"/proc/{self.server_pid}/stat").read_text().rsplit(")", 1)[1].split()
-            server = (int(fields[11]) + int(fields[12])) / TICKS
+        server = 0.0 if self.server_pid is None else cpu_seconds(self.server_pid)
         return time.perf_counter(), time.process_time(), server
 
     def lap(self) -> dict[str, float]:

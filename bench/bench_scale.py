@@ -177,10 +177,9 @@ def vector_recall(kb: KnowledgeBase, exact_db: Path, texts: list[str], k: int = 
     vectors = kb.embedder.embed_queries(texts)
     recall: dict[str, float] = {}
     times: list[float] = []
+    present = kb.store.counts().nodes
     with EmbeddedStore(exact_db) as exact:
-        for label in EMBEDDED_LABELS:
-            if not kb.store.counts().nodes.get(label.value):
-                continue
+        for label in (label for label in EMBEDDED_LABELS if present.get(label.value)):
             found = asked = 0
             for vector in vectors:
                 truth = {hit.id for hit in exact.search(label, vector, k)}

@@ -42,7 +42,7 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(Path(__file__).parent), str(ROOT)]
 from corpora import stdlib_corpus  # noqa: E402
-from harness import bench_parser, machine, percentile, utc_now, write_result  # noqa: E402
+from harness import bench_parser, cpu_seconds, machine, percentile, utc_now, write_result  # noqa: E402
 
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
@@ -132,12 +132,6 @@ def rss_mib(pid: int) -> dict[str, float]:
 
 def load_now() -> float:
     return os.getloadavg()[0]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def client(url: str) -> Client:

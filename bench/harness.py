@@ -57,6 +57,12 @@ def write_result(out_dir: Path, name: str, result: dict) -> Path:
     return path
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0-100) of `values`, linearly interpolated."""
     return float(np.percentile(np.asarray(values, dtype=float), q))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import ast
 import re
 import textwrap
-import warnings
 from dataclasses import dataclass
 
 from pkg.errors import BenchmarkError
@@ -86,11 +84,3 @@ class Problem:
         if self.benchmark == HUMANEVAL:
             return self.prompt + completion + "\n" + examples
         return self.setup + "\n" + completion + "\n" + examples
-
-
-def quiet_parse(code: str) -> ast.Module:
-    """`ast.parse`, without the warnings old code gives (invalid escape sequences and the like)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return ast.parse(code)

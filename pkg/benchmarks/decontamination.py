@@ -6,7 +6,7 @@ import ast
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
-from pkg.benchmarks.base import quiet_parse
+from pkg.code.syntax_tree import parse_python
 from pkg.errors import BenchmarkError
 from retrieval.tokenize import code_tokens
 
@@ -55,7 +55,7 @@ def normalise(text: str) -> str:
     """Python code without comments, docstrings and layout (re-printed from its syntax tree);
     text that does not parse as Python is returned unchanged. Names are kept."""
     try:
-        tree = quiet_parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError):
         return text
     for node in ast.walk(tree):

@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pkg.benchmarks.base import MBPP, Problem, quiet_parse
+from pkg.benchmarks.base import MBPP, Problem
+from pkg.code.syntax_tree import parse_python
 from pkg.errors import BenchmarkError
 
 ENV_PATH = "PKG_MBPP_PATH"
@@ -94,7 +95,7 @@ def tested_function(tests: list[str], code: str, task_id: str = "") -> str:
     try:
         called = [
             node.func.id
-            for node in ast.walk(quiet_parse(tests[0]))
+            for node in ast.walk(parse_python(tests[0]))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
         ]
     except (IndexError, SyntaxError) as exc:
@@ -102,7 +103,7 @@ def tested_function(tests: list[str], code: str, task_id: str = "") -> str:
     try:
         defined = {
             node.name
-            for node in quiet_parse(code).body
+            for node in parse_python(code).body
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
         }
     except SyntaxError:

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pkg.benchmarks.base import quiet_parse
+from pkg.code.syntax_tree import parse_python
 from pkg.errors import BenchmarkError
 from retrieval.tokenize import estimate_tokens
 
@@ -129,7 +129,7 @@ def load_repo_tasks(
 def _file_tasks(package: str, version: str, root: Path, path: Path) -> Iterator[RepoTask]:
     try:
         source = path.read_text(encoding="utf-8")
-        tree = quiet_parse(source)
+        tree = parse_python(source)
     except (SyntaxError, UnicodeDecodeError, ValueError):
         return
     lines = source.splitlines(keepends=True)
