@@ -272,6 +272,7 @@ def main() -> None:
             total_s = time.perf_counter() - clock.started
             total_cpu = time.process_time() - clock.started_cpu
             build_rss = peak_rss_bytes()
+            model_inputs = getattr(getattr(kb.embedder, "inner", None), "inputs_encoded", None)
             index_wait_s = awaited_indexes(kb.store)
             counts = kb.stats().counts
             latency, answers = time_queries(kb, by_mode, args.k)
@@ -327,6 +328,8 @@ def main() -> None:
             "functions": report.functions,
             "blocks": report.blocks,
             "texts_embedded": report.texts_embedded,
+            # sentence-transformers models run once per distinct model input (texts cut at the window)
+            "model_inputs": model_inputs,
             "pruning_variants": report.pruning_variants,
             "texts_per_s": report.texts_embedded / stages["embed"] if stages["embed"] else None,
             "nodes": counts.nodes,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pkg.embedders import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder, same_model_input
 from pkg.embedders.voyage import VoyageEmbedder
 from pkg.errors import ConfigError, EmbedderError
 from pkg.graph import text_hash
@@ -37,6 +37,28 @@ def test_minilm_ranks_related_code_first(minilm: SentenceTransformerEmbedder) ->
     assert int(np.argmax(scores)) == 1
     scores = minilm.embed_documents(docs) @ minilm.embed_query("sort a list of numbers in ascending order")
     assert int(np.argmax(scores)) == 0
+
+
+def test_texts_that_differ_past_the_models_window_are_embedded_once(
+    minilm: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_body = "".join(f"    total += values[{i}] * weights[{i}]\n" for i in range(60))  # far over 256 tokens
+    head = "def weighted_sum(values, weights):\n    total = 0\n" + long_body
+    late_branch_kept = head + "    if total < 0:\n        raise ValueError(total)\n    return total"
+    late_branch_pruned = head + "    return total"
+    early_branch_pruned = "def weighted_sum(values, weights):\n    return 0"
+    texts = [late_branch_kept, late_branch_pruned, early_branch_pruned]
+    model = minilm._load()
+    assert same_model_input(model, texts) == [0, 0, 2]
+
+    encoded: list[str] = []
+    encode = model.encode
+    monkeypatch.setattr(model, "encode", lambda batch, **kw: encoded.extend(batch) or encode(batch, **kw))
+    vectors = minilm.embed_documents(texts)
+    assert encoded == [late_branch_kept, early_branch_pruned]
+    np.testing.assert_array_equal(vectors[0], vectors[1])
+    one_by_one = np.stack([encode([t], normalize_embeddings=True)[0] for t in texts])
+    np.testing.assert_allclose(vectors, one_by_one, atol=1e-5)
 
 
 class CountingEmbedder(Embedder):
