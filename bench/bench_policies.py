@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import RESULTS, bench_parser, machine, utc_now, write_result  # noqa: E402
 from pkg.benchmarks import Problem, load_benchmark  # noqa: E402
 from pkg.errors import PkgError  # noqa: E402
+from pkg.evaluation.tasks import candidate, policy_task, shown_task  # noqa: E402
 from pkg.generators import DEFAULT_GENERATOR, make_generator  # noqa: E402
 from pkg.generators.cache import GenerationCache  # noqa: E402
 from rerank.policies import (  # noqa: E402
@@ -36,7 +37,6 @@ from rerank.policies import (  # noqa: E402
     Task,
     assess,
     prose_examples,
-    statement_calls,
 )
 from rerank.policies.written_tests import TEST_PARAMS, TESTS_ASKED, ShownTask, cached_tests, run_tests  # noqa: E402
 from rerank.sandbox import Sandbox  # noqa: E402
@@ -64,16 +64,6 @@ NOTES = [
 ]
 
 
-def task_of(problem: Problem) -> Task:
-    """HumanEval: the >>> examples and those written in prose ("f(2) ➞ 4"), and their calls; MBPP: the
-    calls of its shown asserts (which are its hidden tests), never what they compare them with."""
-    if problem.benchmark == "humaneval":
-        examples = tuple(dict.fromkeys(problem.examples + prose_examples(problem.prompt, problem.entry_point)))
-        calls = statement_calls("\n".join(examples), problem.entry_point)
-        return Task(problem.task_id, problem.entry_point, examples, calls)
-    return Task(problem.task_id, problem.entry_point, (), statement_calls(problem.test, problem.entry_point))
-
-
 @dataclass(frozen=True)
 class Codet:
     """Where the written tests are cached, the model that writes them, and whether to write missing ones."""
@@ -92,14 +82,6 @@ class Codet:
         return cached_tests(shown, cache, self.generator, writer, TEST_PARAMS, done)
 
 
-def shown_task(problem: Problem, task: Task) -> ShownTask:
-    """What the test writer sees: HumanEval's signature and docstring; MBPP's task text and the first
-    call of its shown asserts (inputs only), never the asserts, which are its hidden tests."""
-    if problem.benchmark == "humaneval":
-        return ShownTask(problem.task_id, problem.entry_point, problem.prompt, code=True)
-    return ShownTask(problem.task_id, problem.entry_point, problem.text, False, task.calls[0] if task.calls else "")
-
-
 def with_test_verdicts(sandbox: Sandbox, items: Items, assessments: list[list[Assessment]]) -> list[list[Assessment]]:
     """Reused assessments with the candidates' verdicts on the written tests, run now."""
     programs = [candidate.program for _, candidates in items for candidate in candidates]
@@ -113,15 +95,7 @@ def load_records(benchmark: str) -> list[dict]:
 
 
 def candidates_of(problem: Problem, records: Sequence[dict]) -> list[Candidate]:
-    return [
-        Candidate(
-            r["arm"],
-            r["code"],
-            problem.solution_program(problem.completion_from_code(r["code"])),
-            r["similarity"] if r["similarity"] is not None else 0.0,
-        )
-        for r in records
-    ]
+    return [candidate(problem, r["arm"], r["code"], r["similarity"]) for r in records]
 
 
 def reloaded(rows: list[dict]) -> list[Assessment]:
@@ -180,9 +154,9 @@ def evaluate(
         elif record["arm"] not in DERIVED:
             by_task.setdefault(record["task_id"], []).append(record)
     by_task = dict(list(by_task.items())[:limit])
-    items = [(task_of(problems[t]), candidates_of(problems[t], group)) for t, group in by_task.items()]
+    items = [(policy_task(problems[t]), candidates_of(problems[t], group)) for t, group in by_task.items()]
     if codet is not None:
-        written = codet.tests(benchmark, [shown_task(problems[task.task_id], task) for task, _ in items])
+        written = codet.tests(benchmark, [shown_task(problems[task.task_id], task.calls) for task, _ in items])
         items = [(replace(task, tests=tests), candidates) for (task, candidates), tests in zip(items, written)]
     start = time.perf_counter()
     if reused is not None:

@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 benchmark="${1:-humaneval}"
 default_arms=all
-[ "$benchmark" = mbpp ] && default_arms=paper
+[ "$benchmark" = mbpp ] && default_arms=paper,reranked
 arms="${2:-$default_arms}"
 out="bench/results/compare-$benchmark"
 mkdir -p "$out"

@@ -21,14 +21,14 @@ from pkg.benchmarks.repo import REPO
 from pkg.config import default_cache_dir, default_db_dir
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.errors import PkgError
-from pkg.evaluation.arms import DERIVED, GENERATING
-from pkg.evaluation.generate import DEFAULT_ARMS, DEFAULT_POLICY
+from pkg.evaluation.arms import DERIVED_DESCRIPTIONS, GENERATING
+from pkg.evaluation.generate import DEFAULT_ARMS
 from pkg.evaluation.repo import REPO_ARMS
 from pkg.generators import DEFAULT_GENERATOR
 from pkg.generators import SPEC_HELP as GENERATOR_HELP
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
-from rerank.policies import POLICIES
+from rerank.policies import DEFAULT_POLICY, POLICIES
 from rerank.sandbox import MODES as SANDBOX_MODES
 from retrieval.expand import EXPAND_BUDGET, Expand
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
@@ -499,8 +499,8 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     show_default=True,
     help="Comma-separated arms, or `all` / `paper`. Generating: "
     + ", ".join(GENERATING)
-    + ". Derived: "
-    + ", ".join(DERIVED)
+    + ". Derived (no generation, they choose among the generating arms' candidates): "
+    + "; ".join(f"{name}: {description}" for name, description in DERIVED_DESCRIPTIONS.items())
     + ".",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N problems.")

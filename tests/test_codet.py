@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_policies import shown_task, task_of
 from pkg.benchmarks import load_benchmark
 from pkg.errors import ConfigError
+from pkg.evaluation.tasks import policy_task, shown_task
 from pkg.generators.base import Completion
 from pkg.generators.cache import GenerationCache, cache_key
 from rerank.policies import POLICIES, Assessment, Candidate, Task, assess
@@ -83,7 +83,7 @@ def test_the_prompt_shows_the_statement_and_never_mbpp_expected_values() -> None
     [message] = writing_messages(human)
     assert "def add(a, b)" in message["content"] and "assert add(...) == ..." in message["content"]
     for problem in load_benchmark("mbpp"):
-        shown = shown_task(problem, task_of(problem))
+        shown = shown_task(problem, policy_task(problem).calls)
         content = writing_messages(shown)[0]["content"]
         assert problem.text in content and shown.call and f"`{shown.call}`" in content
         assert not shown.code and "==" not in shown.call

@@ -1,22 +1,27 @@
 """`pkg compare` end to end with a real model (SmolLM2 through llama.cpp), a real PKG, the real
-sandbox; and the derived arms' rules: the reranker never sees the tests, the oracle is only reported."""
+sandbox; and the derived arms' rules: the rerankers never see the tests, `reranked` takes the default
+policy's choice from the sandbox, the oracle is only reported."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from pkg.benchmarks import load_benchmark
 from pkg.errors import ConfigError
 from pkg.evaluation.arms import DERIVED, parse_arms
-from pkg.evaluation.run import Record, derive
+from pkg.evaluation.run import Record, derive, policy_choices
+from rerank.policies import DEFAULT_POLICY, POLICIES
+from rerank.sandbox import Sandbox
+from rerank.sandbox.bwrap import BwrapSandbox
 from tests.conftest import MBPP_DIR as MBPP
 from tests.conftest import run_cli
 
 DOCS_PAGE = Path("/usr/share/doc/python3.11/html/_sources/tutorial/datastructures.rst.txt")
-ARMS = ["norag", "bm25", "func-pkg", "block-pkg", "json-pkg", "reranked", "reranked+examples", "oracle"]
+ARMS = ["norag", "bm25", "func-pkg", "block-pkg", "json-pkg", *DERIVED]
 
 
 def runs_compare(test: Callable[..., None]) -> Callable[..., None]:
@@ -93,10 +98,12 @@ def test_derived_arms_choose_among_the_generated_candidates(compared: tuple[Path
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     generated = {(r["task_id"], r["arm"]): r for r in records if r["chosen_arm"] is None}
     for record in records:
-        if record["arm"] in ("reranked", "reranked+examples", "oracle"):
+        if record["arm"] in DERIVED:
             source = generated[(record["task_id"], record["chosen_arm"])]
             assert record["code"] == source["code"] and record["passed"] == source["passed"]
             assert record["reuses_context"] == source["reuses_context"]
+        if record["arm"] == "reranked":  # the cascade's rules, not the paper's
+            assert record["stage"] in ("baseline", "fallback")
     for task in ("HumanEval/0", "HumanEval/1"):
         oracle = next(r for r in records if r["arm"] == "oracle" and r["task_id"] == task)
         assert oracle["passed"] == any(r["passed"] for (t, _), r in generated.items() if t == task)
@@ -122,16 +129,39 @@ def _record(arm: str, passed: bool, similarity: float) -> Record:
     )
 
 
-def test_the_reranker_never_uses_the_verdict_and_the_oracle_does() -> None:
+def test_the_rerankers_never_use_the_verdict_and_the_oracle_does() -> None:
     candidates = [_record("norag", False, 0.9), _record("func-pkg", True, 0.5)]
-    reranked = derive("reranked", "T/1", candidates)
+    paper = derive("reranked-paper", "T/1", candidates)
     oracle = derive("oracle", "T/1", candidates)
-    assert (reranked.chosen_arm, reranked.passed) == ("norag", False)
+    assert (paper.chosen_arm, paper.passed) == ("norag", False)
     assert (oracle.chosen_arm, oracle.passed) == ("func-pkg", True)
 
 
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with BwrapSandbox(workers=2, uid_base=63900) as box:
+        yield box
+
+
+@pytest.mark.sandbox
+def test_reranked_takes_the_policys_choice_where_the_paper_takes_the_most_similar(sandbox: Sandbox) -> None:
+    problem = load_benchmark("humaneval")[0]  # has_close_elements, whose docstring shows two examples
+    wrong = problem.prompt + "    return False\n"  # parses and runs alone, fails one example
+    correct = problem.prompt + problem.canonical_solution
+    seen = {"parses": True, "runs": True}
+    candidates = [
+        Record(problem.task_id, "norag", False, "failed", "AssertionError", code=wrong, similarity=0.9, **seen),
+        Record(problem.task_id, "func-pkg", True, "passed", None, code=correct, similarity=0.1, **seen),
+    ]
+    selections = policy_choices(candidates, {problem.task_id: problem}, sandbox, POLICIES[DEFAULT_POLICY])
+    reranked = derive("reranked", problem.task_id, candidates, selections[problem.task_id])
+    paper = derive("reranked-paper", problem.task_id, candidates)
+    assert (reranked.chosen_arm, reranked.stage, reranked.passed) == ("func-pkg", "fallback", True)
+    assert (paper.chosen_arm, paper.passed) == ("norag", False)
+
+
 def test_arm_lists() -> None:
-    paper = "norag bm25 dense func-bm25 func-pkg block-pkg json-pkg reranked oracle"
+    paper = "norag bm25 dense func-bm25 func-pkg block-pkg json-pkg reranked-paper oracle"
     assert parse_arms("paper") == paper.split()
     assert parse_arms("norag,norag,oracle") == ["norag", "oracle"]
     with pytest.raises(ConfigError, match="unknown arm"):

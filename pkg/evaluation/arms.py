@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pkg.errors import ConfigError
 from pkg.knowledge_base import KnowledgeBase
+from rerank.policies import DEFAULT_POLICY, POLICIES
 from retrieval.search import Mode, Options
 
 
@@ -34,13 +35,21 @@ GENERATING: dict[str, Arm] = {
         Arm("chunk", Mode.CHUNK, description="cAST chunks by vector"),
     )
 }
-#: Arms that choose among the generating arms' candidates instead of generating.
 RERANKED = "reranked"
-RERANKED_EXAMPLES = "reranked+examples"
+RERANKED_PAPER = "reranked-paper"
+RERANKED_PAPER_EXAMPLES = "reranked-paper+examples"
 ORACLE = "oracle"
-DERIVED = (RERANKED, RERANKED_EXAMPLES, ORACLE)
+#: Arms that choose among the generating arms' candidates instead of generating.
+DERIVED_DESCRIPTIONS = {
+    RERANKED: f"the {DEFAULT_POLICY} selection policy ({POLICIES[DEFAULT_POLICY].description})",
+    RERANKED_PAPER: "the paper's reranker: parses → runs alone without raising → most similar to the query",
+    RERANKED_PAPER_EXAMPLES: "the paper's reranker, then only candidates passing the statement's >>> examples",
+    ORACLE: "the first candidate that passes the hidden tests (an upper bound, never used to pick)",
+}
+RERANKING = (RERANKED, RERANKED_PAPER, RERANKED_PAPER_EXAMPLES)
+DERIVED = tuple(DERIVED_DESCRIPTIONS)
 ALL_ARMS = (*GENERATING, *DERIVED)
-PAPER_ARMS = ("norag", "bm25", "dense", "func-bm25", "func-pkg", "block-pkg", "json-pkg", RERANKED, ORACLE)
+PAPER_ARMS = ("norag", "bm25", "dense", "func-bm25", "func-pkg", "block-pkg", "json-pkg", RERANKED_PAPER, ORACLE)
 
 
 def expand_names(spec: str, known: Sequence[str], what: str, groups: Mapping[str, Sequence[str]]) -> list[str]:

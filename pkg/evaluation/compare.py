@@ -10,14 +10,23 @@ from pathlib import Path
 
 from pkg.benchmarks import Problem, load_benchmark
 from pkg.benchmarks.decontamination import near_duplicates
-from pkg.evaluation.arms import DERIVED, GENERATING, RERANKED, RERANKED_EXAMPLES, Retriever
+from pkg.evaluation.arms import (
+    DERIVED,
+    DERIVED_DESCRIPTIONS,
+    GENERATING,
+    RERANKED,
+    RERANKED_PAPER_EXAMPLES,
+    RERANKING,
+    Retriever,
+)
 from pkg.evaluation.corpus import write_corpus
 from pkg.evaluation.report import ArmSummary, write_report
-from pkg.evaluation.run import Record, RunSettings, derive_all, gather_evidence, generate_arm, judge
+from pkg.evaluation.run import Record, RunSettings, derive_all, gather_evidence, generate_arm, judge, policy_choices
 from pkg.generators.base import Generator
 from pkg.graph import Label
 from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
+from rerank.policies import DEFAULT_POLICY, POLICIES
 from rerank.sandbox import Sandbox
 
 
@@ -86,16 +95,18 @@ def run(c: Comparison, progress: Progress = no_progress) -> list[ArmSummary]:
     for arm in generating:
         records += generate_arm(arm, c.problems, c.generator, retriever, c.settings, progress)
     judge(records, by_id, c.sandbox, c.settings, progress)
-    if any(arm in (RERANKED, RERANKED_EXAMPLES) for arm in c.arms):
-        gather_evidence(records, by_id, c.sandbox, c.kb.embedder, c.settings, RERANKED_EXAMPLES in c.arms, progress)
-    records += derive_all([arm for arm in c.arms if arm in DERIVED], records, c.problems)
+    if any(arm in RERANKING for arm in c.arms):
+        with_examples = RERANKED_PAPER_EXAMPLES in c.arms
+        gather_evidence(records, by_id, c.sandbox, c.kb.embedder, c.settings, with_examples, progress)
+    selections = (
+        policy_choices(records, by_id, c.sandbox, POLICIES[DEFAULT_POLICY], progress) if RERANKED in c.arms else {}
+    )
+    records += derive_all([arm for arm in c.arms if arm in DERIVED], records, c.problems, selections)
     notes = [
         f"- benchmark: {c.benchmark}, {len(c.problems)} problems; generator: {c.generator.model_id}; "
         f"greedy, max {c.settings.params.max_new_tokens} new tokens",
         f"- sandbox isolation: {c.sandbox.isolation}; retrieval top-{c.k}; embedder: {c.kb.embedder.name}",
-        "- reranked: parses → runs alone without raising → most similar to the query (never the tests); "
-        "reranked+examples also runs the statement's >>> examples; oracle: first candidate that passes the "
-        "hidden tests (an upper bound, never used to pick)",
+        *(f"- {name}: {description}" for name, description in DERIVED_DESCRIPTIONS.items() if name in c.arms),
         "- reused context: answers that define a function under a name the context defines, or take at least half "
         "of their substantial lines from it verbatim; passed if reused (norag): how many of those passed, and how "
         "many NoRAG answers passed on the same problems",

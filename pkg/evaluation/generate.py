@@ -19,6 +19,7 @@ from pkg.evaluation.arms import GENERATING, Retriever, expand_names
 from pkg.evaluation.extract import code_from_reply
 from pkg.evaluation.prompts import build_messages, context_block, fit_snippets
 from pkg.evaluation.run import RunSettings
+from pkg.evaluation.tasks import shown_task
 from pkg.generators.base import Generator, generate_many
 from pkg.knowledge_base import KnowledgeBase
 from rerank.policies import POLICIES, Assessment, Candidate, Policy, Task, assess, probe_calls, statement_calls
@@ -32,7 +33,6 @@ DEFAULT_ARMS = ("norag", "func-pkg", "func-bm25", "chunk")
 #: cascade chose best (131/164; weighted-consensus 130, NoRAG 119, bench/results/policies.md).
 #: weighted-consensus leads on MBPP (173/257 vs 168), whose calls come without outputs, which a task
 #: here never shows: its calls come from examples, which carry outputs.
-DEFAULT_POLICY = "cascade"
 TASK_ID = "task"
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(", re.MULTILINE)
 
@@ -57,12 +57,9 @@ class UserTask:
 
     @property
     def shown_task(self) -> ShownTask:
-        """What a model writing tests sees (`codet`): the signature with its docstring, or the text and
-        the first call its examples make (inputs only); never the user's tests."""
-        if self.problem.benchmark == "humaneval":
-            return ShownTask(TASK_ID, self.entry_point or "", self.problem.prompt, code=True)
+        """What a model writing tests sees (`codet`): never the user's tests."""
         calls = statement_calls("\n".join(self.examples), self.entry_point) if self.entry_point else ()
-        return ShownTask(TASK_ID, self.entry_point or "", self.problem.text, False, calls[0] if calls else "")
+        return shown_task(self.problem, calls)
 
     def answer(self, code: str) -> str:
         """The whole solution for a candidate's code: the code, or the signature it completes."""

@@ -1,23 +1,25 @@
 """One comparison run: generate each generating arm's candidate per problem, judge every candidate in
-the sandbox on the hidden tests, derive the reranked and oracle arms, and keep one record per
+the sandbox on the hidden tests, derive the reranking and oracle arms, and keep one record per
 (problem, arm)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pkg.benchmarks import Problem
 from pkg.embedders import Embedder
-from pkg.evaluation.arms import DERIVED, GENERATING, ORACLE, RERANKED_EXAMPLES, Retriever
+from pkg.evaluation.arms import DERIVED, GENERATING, ORACLE, RERANKED, RERANKED_PAPER_EXAMPLES, Retriever
 from pkg.evaluation.extract import code_from_reply
 from pkg.evaluation.prompts import CONTEXT_BUDGET, build_messages, context_block, fit_snippets
 from pkg.evaluation.reuse import reuses_context
+from pkg.evaluation.tasks import candidate, policy_task
 from pkg.generators.base import GenerationParams, Generator, generate_many
 from pkg.progress import Progress, no_progress
+from rerank.policies import Policy, Selection, assess, programs_to_assess
 from rerank.reranker import Evidence, choose, cosine_similarities, parses
 from rerank.sandbox import Limits, Outcome, Sandbox
 
@@ -58,7 +60,7 @@ class Record:
     generation_seconds: float = 0.0
     finish_reason: str = ""
     chosen_arm: str | None = None  # derived arms: whose candidate they picked
-    stage: str | None = None  # reranked arms: the last filter that had survivors
+    stage: str | None = None  # reranking arms: the rule that decided
     parses: bool | None = None
     runs: bool | None = None
     examples: bool | None = None
@@ -143,6 +145,14 @@ def _programs(
     return programs
 
 
+def by_task_id(records: Sequence[Record]) -> dict[str, list[Record]]:
+    """The records grouped by problem, in the order of their first record."""
+    grouped: dict[str, list[Record]] = {}
+    for record in records:
+        grouped.setdefault(record.task_id, []).append(record)
+    return grouped
+
+
 def judge(
     records: Sequence[Record],
     problems: dict[str, Problem],
@@ -181,9 +191,7 @@ def gather_evidence(
         )
         for record, outcome in zip(records, checked):
             record.examples = outcome.passed
-    by_task: dict[str, list[Record]] = {}
-    for record in records:
-        by_task.setdefault(record.task_id, []).append(record)
+    by_task = by_task_id(records)
     for done, (task_id, group) in enumerate(by_task.items(), start=1):
         query = embedder.embed_query(problems[task_id].query)
         vectors = embedder.embed_documents([r.code or " " for r in group])
@@ -192,17 +200,43 @@ def gather_evidence(
         progress("similarity", done, len(by_task))
 
 
-def derive(arm_name: str, task_id: str, candidates: Sequence[Record]) -> Record:
-    """A derived arm's record for one problem from that problem's generating-arm records."""
+def policy_choices(
+    records: Sequence[Record],
+    problems: dict[str, Problem],
+    sandbox: Sandbox,
+    policy: Policy,
+    progress: Progress = no_progress,
+) -> dict[str, Selection]:
+    """The policy's choice per problem among its records, from the sandbox's assessments (the statement's
+    examples and calls; never the hidden tests) and the similarities gather_evidence set."""
+    by_task = by_task_id(records)
+    items = [
+        (policy_task(problems[task_id]), [candidate(problems[task_id], r.arm, r.code, r.similarity) for r in group])
+        for task_id, group in by_task.items()
+    ]
+    assessed = assess(sandbox, items, _counter(progress, "assess", programs_to_assess(items)))
+    return {
+        task.task_id: policy.choose(task, candidates, assessments)
+        for (task, candidates), assessments in zip(items, assessed, strict=True)
+    }
+
+
+def derive(arm_name: str, task_id: str, candidates: Sequence[Record], selection: Selection | None = None) -> Record:
+    """A derived arm's record for one problem from that problem's generating-arm records; `reranked`
+    takes the policy's `selection`."""
     if arm_name == ORACLE:
         winner = next((r for r in candidates if r.passed), candidates[0])
         stage = None
+    elif arm_name == RERANKED:
+        if selection is None:
+            raise ValueError(f"{RERANKED} needs the policy's selection for {task_id}")
+        winner, stage = candidates[selection.index], selection.stage
     else:
         evidence = [
             Evidence(bool(r.parses), bool(r.runs), r.similarity if r.similarity is not None else 0.0, r.examples)
             for r in candidates
         ]
-        choice = choose(evidence, use_examples=arm_name == RERANKED_EXAMPLES)
+        choice = choose(evidence, use_examples=arm_name == RERANKED_PAPER_EXAMPLES)
         winner, stage = candidates[choice.index], choice.stage
     return Record(
         task_id=task_id,
@@ -221,9 +255,19 @@ def derive(arm_name: str, task_id: str, candidates: Sequence[Record]) -> Record:
     )
 
 
-def derive_all(arms: Sequence[str], records: Sequence[Record], problems: Sequence[Problem]) -> list[Record]:
-    """Records of the derived arms among `arms`, choosing among the generating arms' records."""
-    by_task: dict[str, list[Record]] = {}
-    for record in records:
-        by_task.setdefault(record.task_id, []).append(record)
-    return [derive(arm, p.task_id, by_task[p.task_id]) for arm in arms if arm in DERIVED for p in problems]
+def derive_all(
+    arms: Sequence[str],
+    records: Sequence[Record],
+    problems: Sequence[Problem],
+    selections: Mapping[str, Selection] | None = None,
+) -> list[Record]:
+    """Records of the derived arms among `arms`, choosing among the generating arms' records
+    (`reranked` by the policy's `selections`, per task id)."""
+    by_task = by_task_id(records)
+    chosen = selections or {}
+    return [
+        derive(arm, p.task_id, by_task[p.task_id], chosen.get(p.task_id))
+        for arm in arms
+        if arm in DERIVED
+        for p in problems
+    ]

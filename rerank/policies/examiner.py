@@ -20,6 +20,13 @@ def probe_limits(count: int) -> Limits:
     return Limits(timeout_s=5.0 + 2 * CALL_SECONDS * count)
 
 
+def programs_to_assess(items: Sequence[tuple[Task, Sequence[Candidate]]]) -> int:
+    """How many sandbox runs `assess` makes for the items (more when a written test takes a run down)."""
+    return sum(
+        (1 + bool(task.examples) + bool(task.calls) + bool(task.tests)) * len(candidates) for task, candidates in items
+    )
+
+
 def assess(
     sandbox: Sandbox,
     items: Sequence[tuple[Task, Sequence[Candidate]]],
