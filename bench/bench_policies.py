@@ -26,11 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import RESULTS, bench_parser, machine, utc_now, write_result  # noqa: E402
 from pkg.benchmarks import Problem, load_benchmark  # noqa: E402
 from pkg.errors import PkgError  # noqa: E402
+from pkg.evaluation.arms import DERIVED, RERANKED, RERANKED_PAPER  # noqa: E402
 from pkg.evaluation.tasks import candidate, policy_task, shown_task  # noqa: E402
 from pkg.generators import DEFAULT_GENERATOR, make_generator  # noqa: E402
 from pkg.generators.cache import GenerationCache  # noqa: E402
 from rerank.policies import (  # noqa: E402
     BASELINE_ARM,
+    DEFAULT_POLICY,
     POLICIES,
     Assessment,
     Candidate,
@@ -43,7 +45,6 @@ from rerank.sandbox import Sandbox  # noqa: E402
 from rerank.sandbox.bwrap import BwrapSandbox  # noqa: E402
 
 #: Where the MBPP release may lie when the packaged copy is missing.
-DERIVED = ("reranked", "reranked+examples", "oracle")
 #: The sandbox's uids, apart from those of `pkg compare` and the tests.
 UID_BASE = 63700
 #: Where each benchmark's model-written tests are cached, beside its candidates.
@@ -147,11 +148,11 @@ def evaluate(
     and the oracle's; those that need written tests only with `codet`."""
     problems = {p.task_id: p for p in load_benchmark(benchmark)}
     by_task: dict[str, list[dict]] = {}
-    reranked: dict[str, str] = {}
+    committed: dict[tuple[str, str], str] = {}  # (derived arm, task id) -> the arm it chose
     for record in load_records(benchmark):
-        if record["arm"] == "reranked":
-            reranked[record["task_id"]] = record["chosen_arm"]
-        elif record["arm"] not in DERIVED:
+        if record["arm"] in DERIVED:
+            committed[record["arm"], record["task_id"]] = record["chosen_arm"]
+        else:
             by_task.setdefault(record["task_id"], []).append(record)
     by_task = dict(list(by_task.items())[:limit])
     items = [(policy_task(problems[t]), candidates_of(problems[t], group)) for t, group in by_task.items()]
@@ -180,12 +181,15 @@ def evaluate(
     }
     for name in names:
         rows[name] = summary(choices[name], baseline, POLICIES[name].description, POLICIES[name].inputs)
-    parity = sum(choices["paper"][t]["arm"] == reranked[t] for t in by_task)
+    parity = {}
+    for policy, arm in (("paper", RERANKED_PAPER), (DEFAULT_POLICY, RERANKED)):
+        same = sum(choices[policy][t]["arm"] == committed.get((arm, t)) for t in by_task)
+        parity[f"{policy} picks what {arm} picked"] = f"{same}/{len(by_task)}"
     result = {
         "problems": len(items),
         "arms": [r["arm"] for r in next(iter(by_task.values()))],
         "assess_seconds": round(seconds, 1),
-        "paper_matches_committed_reranked": f"{parity}/{len(by_task)}",
+        "committed_columns": parity,
         "policies": rows,
         "choices": choices,
         "assessments": {
@@ -222,12 +226,15 @@ def summary(picks: dict[str, dict], baseline: dict[str, bool], description: str,
 def markdown(results: dict[str, dict], isolation: str) -> str:
     first = next(iter(results.values()))
     shapes = "; ".join(f"{b}: {r['problems']} problems × {len(r['arms'])} arms" for b, r in results.items())
-    parity = ", ".join(f"{r['paper_matches_committed_reranked']} ({b})" for b, r in results.items())
+    parity = "; ".join(
+        f"{b}: " + ", ".join(f"{key} {value}" for key, value in r["committed_columns"].items())
+        for b, r in results.items()
+    )
     lines = [
         "# Selection policies on the committed candidates",
         "",
         f"- candidates: bench/results/compare-<benchmark>/results.jsonl ({shapes}); judged by their committed verdicts",
-        f"- sandbox isolation: {isolation}; `paper` picks what the committed `reranked` picked on {parity}",
+        f"- sandbox isolation: {isolation}; against the committed `pkg compare` columns: {parity}",
         "- helped / hurt: problems the policy passes and NoRAG fails / the reverse",
         *(f"- {note}" for note in NOTES),
         *(
@@ -282,7 +289,7 @@ def main() -> None:
     path = write_result(args.out, "policies", {**result, "reused": str(args.reuse) if args.reuse else None})
     (args.out / "policies.md").write_text(markdown(results, isolation), encoding="utf-8")
     for benchmark, outcome in results.items():
-        print(benchmark, outcome["paper_matches_committed_reranked"], "assess s:", outcome["assess_seconds"])
+        print(benchmark, outcome["committed_columns"], "assess s:", outcome["assess_seconds"])
         for name, row in outcome["policies"].items():
             print(f"  {name:24} {row['passed']:4}/{outcome['problems']}  +{row['helped']} -{row['hurt']}")
     print(path)

@@ -1,6 +1,6 @@
 """Selection policies: their inputs (statement calls, prose examples, mutations), the sandbox's
-assessment of hand-made candidates, each policy's choice among them, and the `paper` policy's parity
-with the committed `reranked` column."""
+assessment of hand-made candidates, each policy's choice among them, and the committed `pkg compare`
+columns: `reranked-paper` is the `paper` policy's choice, `reranked` the default policy's."""
 
 from __future__ import annotations
 
@@ -11,14 +11,26 @@ from pathlib import Path
 import pytest
 
 from pkg.benchmarks import load_benchmark
-from rerank.policies import POLICIES, Assessment, Candidate, Task, assess, probe_calls, prose_examples, statement_calls
+from pkg.evaluation.arms import DERIVED
+from pkg.evaluation.tasks import candidate as candidate_of
+from pkg.evaluation.tasks import policy_task
+from rerank.policies import (
+    DEFAULT_POLICY,
+    POLICIES,
+    Assessment,
+    Candidate,
+    Task,
+    assess,
+    probe_calls,
+    prose_examples,
+    statement_calls,
+)
 from rerank.policies.consensus import Cascade, Consensus
 from rerank.policies.paper import Paper
 from rerank.sandbox import Sandbox
 from rerank.sandbox.bwrap import BwrapSandbox
 
 COMMITTED = Path(__file__).resolve().parents[1] / "bench" / "results" / "compare-humaneval" / "results.jsonl"
-DERIVED = ("reranked", "reranked+examples", "oracle")
 
 
 @pytest.fixture(scope="module")
@@ -192,29 +204,26 @@ def test_norag_weighs_double_in_weighted_consensus(sandbox: Sandbox) -> None:
     assert POLICIES["weighted-consensus"].choose(task, three, assess(sandbox, [(task, three)])[0]).index == 1
 
 
-def test_paper_picks_what_the_committed_reranked_column_picked(sandbox: Sandbox) -> None:
+def test_the_committed_reranking_columns_are_the_policies_choices(sandbox: Sandbox) -> None:
     """On ten HumanEval problems: those (up to five) where the most similar candidate does not run alone,
-    then those where the committed reranker chose a retrieval arm."""
+    then those where the paper's reranker chose a retrieval arm; `reranked-paper` is the paper's choice
+    (the statement's >>> examples only) and `reranked` the default policy's (prose examples too)."""
     problems = {p.task_id: p for p in load_benchmark("humaneval")}
     records = [json.loads(line) for line in COMMITTED.read_text(encoding="utf-8").splitlines()]
+    chose = {(r["arm"], r["task_id"]): r["chosen_arm"] for r in records if r["arm"] in DERIVED}
     by_task: dict[str, list[dict]] = {}
-    reranked = {r["task_id"]: r["chosen_arm"] for r in records if r["arm"] == "reranked"}
     for record in records:
         if record["arm"] not in DERIVED:
             by_task.setdefault(record["task_id"], []).append(record)
     most_similar_fails = [t for t, g in by_task.items() if not max(g, key=lambda r: r["similarity"])["runs"]]
-    retrieval_chosen = [t for t in by_task if reranked[t] != "norag" and t not in most_similar_fails]
+    retrieval_chosen = [t for t in by_task if chose["reranked-paper", t] != "norag" and t not in most_similar_fails]
     chosen = most_similar_fails[:5] + retrieval_chosen[: 10 - len(most_similar_fails[:5])]
     assert len(chosen) == 10 and most_similar_fails
-    items = []
-    for task_id in chosen:
-        problem = problems[task_id]
-        candidates = [
-            Candidate(
-                r["arm"], r["code"], problem.solution_program(problem.completion_from_code(r["code"])), r["similarity"]
-            )
-            for r in by_task[task_id]
-        ]
-        items.append((Task(task_id, problem.entry_point, problem.examples), candidates))
-    for (task, candidates), assessed in zip(items, assess(sandbox, items), strict=True):
-        assert candidates[Paper().choose(task, candidates, assessed).index].arm == reranked[task.task_id]
+    rows = {t: [candidate_of(problems[t], r["arm"], r["code"], r["similarity"]) for r in by_task[t]] for t in chosen}
+    shown = [(Task(t, problems[t].entry_point, problems[t].examples), rows[t]) for t in chosen]
+    for (task, candidates), assessed in zip(shown, assess(sandbox, shown), strict=True):
+        assert candidates[Paper().choose(task, candidates, assessed).index].arm == chose["reranked-paper", task.task_id]
+    tasks = [(policy_task(problems[t]), rows[t]) for t in chosen]
+    for (task, candidates), assessed in zip(tasks, assess(sandbox, tasks), strict=True):
+        choice = POLICIES[DEFAULT_POLICY].choose(task, candidates, assessed)
+        assert candidates[choice.index].arm == chose["reranked", task.task_id]
