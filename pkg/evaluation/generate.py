@@ -29,10 +29,6 @@ from rerank.reranker import cosine_similarities
 from rerank.sandbox import Sandbox
 
 DEFAULT_ARMS = ("norag", "func-pkg", "func-bm25", "chunk")
-#: Measured on HumanEval, whose statements show examples with their outputs as a user's task does:
-#: cascade chose best (131/164; weighted-consensus 130, NoRAG 119, bench/results/policies.md).
-#: weighted-consensus leads on MBPP (173/257 vs 168), whose calls come without outputs, which a task
-#: here never shows: its calls come from examples, which carry outputs.
 TASK_ID = "task"
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(", re.MULTILINE)
 
