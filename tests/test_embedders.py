@@ -17,6 +17,8 @@ from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder, same
 from pkg.embedders.voyage import VoyageEmbedder
 from pkg.errors import ConfigError, EmbedderError
 from pkg.graph import text_hash
+from pkg.indexing import EMBED_BATCH, embed_texts
+from pkg.progress import no_progress
 from tests.http_stub import JsonHandler
 
 
@@ -39,13 +41,18 @@ def test_minilm_ranks_related_code_first(minilm: SentenceTransformerEmbedder) ->
     assert int(np.argmax(scores)) == 0
 
 
+#: A function far over MiniLM's 256-token window, and its pruning variant without its last branch.
+_LONG_HEAD = "def weighted_sum(values, weights):\n    total = 0\n" + "".join(
+    f"    total += values[{i}] * weights[{i}]\n" for i in range(60)
+)
+LATE_BRANCH_KEPT = _LONG_HEAD + "    if total < 0:\n        raise ValueError(total)\n    return total"
+LATE_BRANCH_PRUNED = _LONG_HEAD + "    return total"
+
+
 def test_texts_that_differ_past_the_models_window_are_embedded_once(
     minilm: SentenceTransformerEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    long_body = "".join(f"    total += values[{i}] * weights[{i}]\n" for i in range(60))  # far over 256 tokens
-    head = "def weighted_sum(values, weights):\n    total = 0\n" + long_body
-    late_branch_kept = head + "    if total < 0:\n        raise ValueError(total)\n    return total"
-    late_branch_pruned = head + "    return total"
+    late_branch_kept, late_branch_pruned = LATE_BRANCH_KEPT, LATE_BRANCH_PRUNED
     early_branch_pruned = "def weighted_sum(values, weights):\n    return 0"
     texts = [late_branch_kept, late_branch_pruned, early_branch_pruned]
     model = minilm._load()
@@ -59,6 +66,18 @@ def test_texts_that_differ_past_the_models_window_are_embedded_once(
     np.testing.assert_array_equal(vectors[0], vectors[1])
     one_by_one = np.stack([encode([t], normalize_embeddings=True)[0] for t in texts])
     np.testing.assert_allclose(vectors, one_by_one, atol=1e-5)
+
+
+def test_a_build_embeds_a_function_and_its_late_variant_once_across_batches(
+    minilm: SentenceTransformerEmbedder,
+) -> None:
+    kept, pruned = LATE_BRANCH_KEPT, LATE_BRANCH_PRUNED
+    others = [f"def f{i}(x):\n    return x + {i}" for i in range(EMBED_BATCH)]
+    texts = [kept, *others, pruned]  # a batch apart in the order given
+    before = minilm.inputs_encoded
+    vectors = embed_texts(texts, minilm, no_progress)
+    assert minilm.inputs_encoded - before == len(texts) - 1
+    np.testing.assert_array_equal(vectors[kept], vectors[pruned])
 
 
 class CountingEmbedder(Embedder):
