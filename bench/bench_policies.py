@@ -44,7 +44,6 @@ from rerank.policies.written_tests import TEST_PARAMS, TESTS_ASKED, ShownTask, c
 from rerank.sandbox import Sandbox  # noqa: E402
 from rerank.sandbox.bwrap import BwrapSandbox  # noqa: E402
 
-#: Where the MBPP release may lie when the packaged copy is missing.
 #: The sandbox's uids, apart from those of `pkg compare` and the tests.
 UID_BASE = 63700
 #: Where each benchmark's model-written tests are cached, beside its candidates.
