@@ -19,6 +19,7 @@ from pkg.evaluation.arms import GENERATING, Retriever, expand_names
 from pkg.evaluation.extract import code_from_reply
 from pkg.evaluation.prompts import build_messages, context_block, fit_snippets
 from pkg.evaluation.run import RunSettings
+from pkg.evaluation.tasks import candidate as candidate_of
 from pkg.evaluation.tasks import shown_task
 from pkg.generators.base import Generator, generate_many
 from pkg.knowledge_base import KnowledgeBase
@@ -272,7 +273,7 @@ def _candidates(
     vectors = np.asarray(kb.embedder.embed_documents([code or " " for code in codes]))
     similarities = [float(s) for s in cosine_similarities(query, vectors)]
     candidates = [
-        Candidate(arm, code, task.problem.solution_program(task.problem.completion_from_code(code)), similarity)
+        candidate_of(task.problem, arm, code, similarity)
         for arm, code, similarity in zip(arms, codes, similarities, strict=True)
     ]
     tokens = [generator.count_tokens(context_block(snippets)) if snippets else 0 for snippets in fitted]
