@@ -1,15 +1,16 @@
 """Build a PKG at the paper's scale: ≥100k functions of the installed packages, either store, any embedder.
 
 The corpus is the venv's site-packages (bench/corpora.py: by package, then path, test folders left
-out) until --functions functions. One `KnowledgeBase.build` (default settings, a fresh embedding
-cache) is timed by stage (parse, embed, write, link, BM25 indexes), then 50 real queries per mode
-(first docstring lines of corpus functions) are timed in modes func and block, query embedding and
-pruning included. Records texts embedded, pruning variants, nodes, relationships, peak RSS, disk size
-against the raw float32 vector bytes, and each query's answers, which --compare checks against an
-earlier result (same corpus, another build setting or embedder). Then a retrieval task on the corpus
-itself: 300 docstring first lines of other functions, recall@1 and @10 of the function each came from,
-and (with --compare) the top-10 overlap with the earlier result. With --store neo4j the build goes to
-a just-started local Neo4j (or NEO4J_URI), and --exact-db names an embedded build of the same corpus
+out) until --functions functions. One `KnowledgeBase.build` (default settings; a fresh embedding
+cache unless --db's cache holds an interrupted build's vectors, counted as texts_from_cache) is timed
+by stage (parse, embed, write, link, BM25 indexes), then 50 real queries per mode (first docstring
+lines of corpus functions) are timed in modes func and block, query embedding and pruning included.
+Records texts embedded, pruning variants, nodes, relationships, peak RSS, disk size against the raw
+float32 vector bytes, and each query's answers, which --compare checks against an earlier result
+(same corpus, another build setting or embedder). Then a retrieval task on the corpus itself: 300
+docstring first lines of other functions, recall@1 and @10 of the function each came from, and (with
+--compare) the top-10 overlap with the earlier result. With --store neo4j the build goes to a
+just-started local Neo4j (or NEO4J_URI), and --exact-db names an embedded build of the same corpus
 and embedder whose exact search the vector indexes' recall@10 is measured against.
 
     python bench/bench_scale.py [--functions 100000] [--db DIR] [--embedder SPEC] [--no-prepare-pruning]
@@ -230,7 +231,13 @@ def build_dirs(db: Path | None) -> Iterator[tuple[Path, Path]]:
 def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--functions", type=int, default=100_000)
-    parser.add_argument("--db", type=Path, default=None, help="database directory to keep (default: a temporary one)")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        help="database directory to keep, its embedding cache in DIR-cache beside it (default: a temporary one); "
+        "a fresh DIR beside a copy of an interrupted build's cache resumes that build",
+    )
     parser.add_argument("--queries", type=int, default=50, help="queries per mode")
     parser.add_argument("-k", type=int, default=3)
     parser.add_argument("--no-prepare-pruning", dest="prepare_pruning", action="store_false")
@@ -328,6 +335,8 @@ def main() -> None:
             "functions": report.functions,
             "blocks": report.blocks,
             "texts_embedded": report.texts_embedded,
+            # non-zero when the cache beside --db holds an interrupted build's vectors (not embedded again)
+            "texts_from_cache": report.texts_from_cache,
             # sentence-transformers models run once per distinct model input (texts cut at the window)
             "model_inputs": model_inputs,
             "pruning_variants": report.pruning_variants,
