@@ -80,6 +80,19 @@ def test_a_build_embeds_a_function_and_its_late_variant_once_across_batches(
     np.testing.assert_array_equal(vectors[kept], vectors[pruned])
 
 
+def test_texts_embedded_for_the_cache_only_leave_no_vectors_behind(minilm: SentenceTransformerEmbedder) -> None:
+    kept = [f"def a_kept{i}(x):\n    return x * {i}" for i in range(3)]  # in the first batch, sorted
+    texts = kept + [f"def cache_only{i}(x):\n    return x - {i}" for i in range(EMBED_BATCH)]
+    vectors = embed_texts(texts, minilm, no_progress, keep=set(kept))
+    assert set(vectors) == set(kept)
+    everything = embed_texts(texts, minilm, no_progress)
+    for text in kept:
+        np.testing.assert_allclose(vectors[text], everything[text], atol=1e-6)
+    # the kept rows are copied out of their batch: no array of the cache-only texts' vectors stays alive
+    held = {id(v.base): v.base for v in vectors.values() if v.base is not None}
+    assert sum(base.nbytes for base in held.values()) <= len(kept) * minilm.dim * 4
+
+
 class CountingEmbedder(Embedder):
     """A real embedder that counts the texts it is asked to embed."""
 
