@@ -4,6 +4,7 @@ local HTTP server that speaks the API's wire format."""
 from __future__ import annotations
 
 import base64
+import platform
 import threading
 from collections.abc import Iterator, Sequence
 from http.server import ThreadingHTTPServer
@@ -91,6 +92,25 @@ def test_texts_embedded_for_the_cache_only_leave_no_vectors_behind(minilm: Sente
     # the kept rows are copied out of their batch: no array of the cache-only texts' vectors stays alive
     held = {id(v.base): v.base for v in vectors.values() if v.base is not None}
     assert sum(base.nbytes for base in held.values()) <= len(kept) * minilm.dim * 4
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's heap and Linux's /proc")
+def test_a_build_gives_the_models_freed_memory_back(minilm: SentenceTransformerEmbedder) -> None:
+    # functions of 5 to 94 lines: PyTorch frees each batch's activations while the kept vectors stay;
+    # measured here, RSS grew 145-260 MB without handing the freed heap back and 10-29 MB with it
+    lines = [5 + i * 37 % 90 for i in range(512)]
+    texts = [f"def f{i}(x):\n" + "".join(f"    x = x * {j} + {i}\n" for j in range(n)) for i, n in enumerate(lines)]
+    minilm.embed_documents(["def warm(): pass"])
+    before = _resident_bytes()
+    vectors = embed_texts(texts, minilm, no_progress)
+    assert len(vectors) == len(texts)
+    assert _resident_bytes() - before < 80_000_000
 
 
 class CountingEmbedder(Embedder):
