@@ -6,15 +6,21 @@ verdict in results.jsonl. Writes policies-<timestamp>.json and policies.md.
 
     python bench/bench_policies.py [--benchmarks humaneval,mbpp] [--reuse policies-....json]
         [--with-codet [--write-tests] [--test-generator SPEC] [--codet-cache PATTERN]] [--limit N]
+        [--candidates PATTERN]
 
 `--with-codet` adds the policies that need model-written tests (`codet`), read from --codet-cache
 (one cached reply per problem); `--write-tests` first has --test-generator write the missing ones
 into it, one line per reply, so an interrupted run resumes.
+
+Where results.jsonl holds a sampled arm's samples (`pkg compare --arms ...,norag@4`), the compute-parity
+table runs every policy on pools of equal size: pkg generate's default arms, the samples alone, and
+NoRAG's greedy answer with one sample fewer.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -26,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import RESULTS, bench_parser, machine, utc_now, write_result  # noqa: E402
 from pkg.benchmarks import Problem, load_benchmark  # noqa: E402
 from pkg.errors import PkgError  # noqa: E402
-from pkg.evaluation.arms import DERIVED, RERANKED, RERANKED_PAPER  # noqa: E402
+from pkg.evaluation.arms import DERIVED, GENERATING, RERANKED, RERANKED_PAPER  # noqa: E402
+from pkg.evaluation.generate import DEFAULT_ARMS  # noqa: E402
 from pkg.evaluation.tasks import candidate, policy_task, shown_task  # noqa: E402
 from pkg.generators import DEFAULT_GENERATOR, make_generator  # noqa: E402
 from pkg.generators.cache import GenerationCache  # noqa: E402
@@ -48,7 +55,10 @@ from rerank.sandbox.bwrap import BwrapSandbox  # noqa: E402
 UID_BASE = 63700
 #: Where each benchmark's model-written tests are cached, beside its candidates.
 CODET_CACHE = str(RESULTS / "compare-{benchmark}" / "codet-tests.jsonl")
+#: Each benchmark's committed candidates and their verdicts.
+CANDIDATES = str(RESULTS / "compare-{benchmark}" / "results.jsonl")
 Items = list[tuple[Task, list[Candidate]]]
+_SAMPLE = re.compile(r"^(?P<sampled>[a-z0-9-]+@(?P<count>[0-9]+))#(?P<index>[0-9]+)$")
 NOTES = [
     "HumanEval examples: the docstring's `>>>` examples and those written in prose (`f(x) ➞ y`, `f(x) == y`, "
     "`f(x) should return y`, ...); `prose_examples_hold_for_canonical` in the JSON says how many of the prose "
@@ -89,8 +99,7 @@ def with_test_verdicts(sandbox: Sandbox, items: Items, assessments: list[list[As
     return [[replace(a, tests=next(verdicts)) for a in row] for row in assessments]
 
 
-def load_records(benchmark: str) -> list[dict]:
-    path = RESULTS / f"compare-{benchmark}" / "results.jsonl"
+def load_records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -141,18 +150,27 @@ def choices_of(
 
 
 def evaluate(
-    benchmark: str, sandbox: Sandbox | None, reused: dict | None, codet: Codet | None = None, limit: int | None = None
+    benchmark: str,
+    sandbox: Sandbox | None,
+    reused: dict | None,
+    codet: Codet | None = None,
+    limit: int | None = None,
+    candidates: str = CANDIDATES,
 ) -> dict:
     """Every policy's choices and pass@1 on one benchmark (on its first `limit` problems), beside NoRAG's
-    and the oracle's; those that need written tests only with `codet`."""
+    and the oracle's; those that need written tests only with `codet`; and the compute-parity pools
+    where a sampled arm's samples are committed."""
     problems = {p.task_id: p for p in load_benchmark(benchmark)}
     by_task: dict[str, list[dict]] = {}
+    samples: dict[str, list[dict]] = {}
     committed: dict[tuple[str, str], str] = {}  # (derived arm, task id) -> the arm it chose
-    for record in load_records(benchmark):
-        if record["arm"] in DERIVED:
-            committed[record["arm"], record["task_id"]] = record["chosen_arm"]
-        else:
+    for record in load_records(Path(candidates.format(benchmark=benchmark))):
+        if record["arm"] in GENERATING:
             by_task.setdefault(record["task_id"], []).append(record)
+        elif _SAMPLE.match(record["arm"]):
+            samples.setdefault(record["task_id"], []).append(record)
+        elif record["arm"] in DERIVED:
+            committed[record["arm"], record["task_id"]] = record["chosen_arm"]
     by_task = dict(list(by_task.items())[:limit])
     items = [(policy_task(problems[t]), candidates_of(problems[t], group)) for t, group in by_task.items()]
     if codet is not None:
@@ -195,6 +213,10 @@ def evaluate(
             task.task_id: [asdict(a) for a in row] for (task, _), row in zip(items, assessments, strict=True)
         },
     }
+    if samples:
+        sampled = Samples(problems, {t: samples[t] for t in by_task}, sandbox, reused)
+        result["compute_parity"] = sampled.parity(items, assessments, by_task, baseline, names)
+        result["sample_assessments"] = sampled.assessments_json
     if codet is not None:
         result["codet"] = {
             "generator": codet.generator,
@@ -208,6 +230,82 @@ def evaluate(
         checked = [problems[t] for t in by_task]
         result[key] = canonical_check(sandbox, checked) if sandbox and not reused else (reused or {}).get(key)
     return result
+
+
+@dataclass
+class Samples:
+    """A sampled arm's committed samples per problem and their sandbox assessments (reused where an
+    earlier result holds them, else run now, with the written tests' verdicts where the tasks have tests)."""
+
+    problems: dict[str, Problem]
+    records: dict[str, list[dict]]
+    sandbox: Sandbox | None
+    reused: dict | None
+
+    def __post_init__(self) -> None:
+        first = next(iter(self.records.values()))
+        match = _SAMPLE.match(first[0]["arm"])
+        assert match is not None
+        self.name, self.count = match["sampled"], int(match["count"])
+        self.assessments_json: dict[str, list[dict]] = {}
+
+    def assess(self, items: Items) -> list[list[Assessment]]:
+        """The samples' assessments on `items`' tasks (whose tests, if any, are the written ones)."""
+        earlier = (self.reused or {}).get("sample_assessments")
+        if earlier is not None:
+            assessed = [reloaded(earlier[task.task_id]) for task, _ in items]
+            if any(task.tests for task, _ in items):
+                assert self.sandbox is not None
+                assessed = with_test_verdicts(self.sandbox, items, assessed)
+        else:
+            assert self.sandbox is not None
+            assessed = assess(self.sandbox, items)
+        self.assessments_json = {task.task_id: [asdict(a) for a in row] for (task, _), row in zip(items, assessed)}
+        return assessed
+
+    def parity(
+        self,
+        items: Items,
+        assessments: list[list[Assessment]],
+        by_task: dict[str, list[dict]],
+        baseline: dict[str, bool],
+        names: Sequence[str],
+    ) -> dict:
+        """Pass counts of every policy (and the oracle) on pools of equal size: pkg generate's default
+        arms, the samples alone, NoRAG with one sample fewer, beside the whole pool of arms."""
+        sample_items = [
+            (task, candidates_of(self.problems[task.task_id], self.records[task.task_id])) for task, _ in items
+        ]
+        sample_assessed = self.assess(sample_items)
+        # Every candidate of a problem by its arm: (candidate, assessment, verdict).
+        pooled: dict[str, dict[str, tuple[Candidate, Assessment, bool]]] = {}
+        for (task, candidates), assessed, sampled_assessed, (_, sampled) in zip(
+            items, assessments, sample_assessed, sample_items, strict=True
+        ):
+            records = by_task[task.task_id] + self.records[task.task_id]
+            both = zip([*candidates, *sampled], [*assessed, *sampled_assessed], records, strict=True)
+            pooled[task.task_id] = {c.arm: (c, a, bool(r["passed"])) for c, a, r in both}
+        samples = [f"{self.name}#{i}" for i in range(1, self.count + 1)]
+        pools = {
+            "all arms": [c.arm for c in items[0][1]],
+            "pkg generate's arms": list(DEFAULT_ARMS),
+            f"{self.name} samples": samples,
+            f"norag + {self.count - 1} samples": [BASELINE_ARM, *samples[: self.count - 1]],
+        }
+        tasks = {task.task_id: task for task, _ in items}
+        table: dict[str, dict] = {}
+        for pool, arms in pools.items():
+            rows: dict[str, int | dict] = {"oracle": sum(any(pooled[t][arm][2] for arm in arms) for t in tasks)}
+            for name in names:
+                picks = {}
+                for task_id, task in tasks.items():
+                    chosen = [pooled[task_id][arm] for arm in arms]
+                    selection = POLICIES[name].choose(task, [c for c, _, _ in chosen], [a for _, a, _ in chosen])
+                    picks[task_id] = {"passed": chosen[selection.index][2]}
+                row = summary(picks, baseline, "", "")
+                rows[name] = {key: row[key] for key in ("passed", "helped", "hurt")}
+            table[pool] = {"arms": arms, "policies": rows}
+        return {"sampled_arm": self.name, "pools": table}
 
 
 def summary(picks: dict[str, dict], baseline: dict[str, bool], description: str, inputs: str) -> dict:
@@ -257,7 +355,40 @@ def markdown(results: dict[str, dict], isolation: str) -> str:
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {row['inputs']} |")
     lines += ["", "Policies:", ""]
     lines += [f"- `{name}`: {POLICIES[name].description}" for name in first["policies"] if name in POLICIES]
+    for benchmark, outcome in results.items():
+        if "compute_parity" in outcome:
+            lines += ["", *parity_table(benchmark, outcome)]
     return "\n".join(lines) + "\n"
+
+
+def parity_table(benchmark: str, outcome: dict) -> list[str]:
+    """The compute-parity table: one column per pool, one row per policy (passed/problems, +helped/-hurt)."""
+    parity, problems = outcome["compute_parity"], outcome["problems"]
+    pools = parity["pools"]
+    lines = [
+        f"## Compute parity on {benchmark}: the same policies over pools of retrieval arms and of samples",
+        "",
+        *(f"- {pool}: {', '.join(pool_rows['arms'])}" for pool, pool_rows in pools.items()),
+        f"- {parity['sampled_arm']}: its arm's prompts sampled at the temperature of its `pkg compare` run "
+        "(seeds 1..N); a pool without `norag` has no candidate in NoRAG's part, so the cascade falls back on "
+        "self-checks and similarity",
+        "- cells: passed (+helped / -hurt against greedy NoRAG)",
+        "",
+        "| policy | " + " | ".join(f"{pool} ({len(rows['arms'])})" for pool, rows in pools.items()) + " |",
+        "|---|" + "---|" * len(pools),
+    ]
+    names = list(next(iter(pools.values()))["policies"])
+    for name in names:
+        cells = []
+        for pool_rows in pools.values():
+            row = pool_rows["policies"][name]
+            cells.append(
+                f"{row}/{problems}"
+                if isinstance(row, int)
+                else f"{row['passed']}/{problems} (+{row['helped']}/-{row['hurt']})"
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main() -> None:
@@ -269,6 +400,7 @@ def main() -> None:
     parser.add_argument("--test-generator", default=DEFAULT_GENERATOR, help="the model that writes the tests")
     parser.add_argument("--codet-cache", default=CODET_CACHE, help="the tests' cache, {benchmark} in the path")
     parser.add_argument("--limit", type=int, help="only the first N problems of each benchmark")
+    parser.add_argument("--candidates", default=CANDIDATES, help="pkg compare's results.jsonl, {benchmark} in the path")
     args = parser.parse_args()
     benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     codet = Codet(args.codet_cache, args.test_generator, args.write_tests) if args.with_codet else None
@@ -277,11 +409,14 @@ def main() -> None:
             earlier = json.loads(args.reuse.read_text(encoding="utf-8"))
             isolation = earlier["isolation"]
             with BwrapSandbox(workers=2, uid_base=UID_BASE) if codet else nullcontext() as sandbox:
-                results = {b: evaluate(b, sandbox, earlier["benchmarks"][b], codet, args.limit) for b in benchmarks}
+                results = {
+                    b: evaluate(b, sandbox, earlier["benchmarks"][b], codet, args.limit, args.candidates)
+                    for b in benchmarks
+                }
         else:
             with BwrapSandbox(workers=2, uid_base=UID_BASE) as sandbox:
                 isolation = sandbox.isolation
-                results = {b: evaluate(b, sandbox, None, codet, args.limit) for b in benchmarks}
+                results = {b: evaluate(b, sandbox, None, codet, args.limit, args.candidates) for b in benchmarks}
     except PkgError as exc:
         parser.exit(2, f"bench_policies: {exc}\n")
     result = {"date": utc_now(), "machine": machine(), "isolation": isolation, "benchmarks": results}
@@ -291,6 +426,8 @@ def main() -> None:
         print(benchmark, outcome["committed_columns"], "assess s:", outcome["assess_seconds"])
         for name, row in outcome["policies"].items():
             print(f"  {name:24} {row['passed']:4}/{outcome['problems']}  +{row['helped']} -{row['hurt']}")
+        if "compute_parity" in outcome:
+            print("\n".join(parity_table(benchmark, outcome)))
     print(path)
 
 

@@ -21,7 +21,7 @@ from pkg.benchmarks.repo import REPO
 from pkg.config import default_cache_dir, default_db_dir
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.errors import PkgError
-from pkg.evaluation.arms import DERIVED_DESCRIPTIONS, GENERATING
+from pkg.evaluation.arms import DERIVED_DESCRIPTIONS, GENERATING, SAMPLE_TEMPERATURE
 from pkg.evaluation.generate import DEFAULT_ARMS
 from pkg.evaluation.repo import REPO_ARMS
 from pkg.generators import DEFAULT_GENERATOR
@@ -501,7 +501,15 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     + ", ".join(GENERATING)
     + ". Derived (no generation, they choose among the generating arms' candidates): "
     + "; ".join(f"{name}: {description}" for name, description in DERIVED_DESCRIPTIONS.items())
-    + ".",
+    + ". Sampled (compute parity): ARM@N, e.g. norag@4, samples a generating arm N times at "
+    "--sample-temperature (seeds 1..N) and the reranked policy chooses among those samples alone.",
+)
+@click.option(
+    "--sample-temperature",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=SAMPLE_TEMPERATURE,
+    show_default=True,
+    help="Temperature of the sampled arms' replies (ARM@N); every other arm decodes greedily.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N problems.")
 @click.option(
@@ -550,6 +558,7 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
 def compare(
     benchmark: str,
     arms: str,
+    sample_temperature: float,
     generator_spec: str,
     limit: int | None,
     out_dir: Path | None,
@@ -604,7 +613,11 @@ def compare(
                     f"{contamination['problems_with_near_duplicates']}/{len(problems)} problems"
                 )
             sandbox = stack.enter_context(open_sandbox(mode=sandbox_mode))
-            settings = RunSettings(params=GenerationParams(max_new_tokens=max_new_tokens), concurrency=concurrency)
+            settings = RunSettings(
+                params=GenerationParams(max_new_tokens=max_new_tokens),
+                concurrency=concurrency,
+                sample_temperature=sample_temperature,
+            )
             comparison = Comparison(
                 benchmark, chosen, problems, generator, sandbox, kb, out, retrieves, k, settings, notes
             )

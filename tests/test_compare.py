@@ -21,7 +21,8 @@ from tests.conftest import MBPP_DIR as MBPP
 from tests.conftest import run_cli
 
 DOCS_PAGE = Path("/usr/share/doc/python3.11/html/_sources/tutorial/datastructures.rst.txt")
-ARMS = ["norag", "bm25", "func-pkg", "block-pkg", "json-pkg", *DERIVED]
+ARMS = ["norag", "bm25", "func-pkg", "block-pkg", "json-pkg", *DERIVED, "norag@2"]
+SAMPLES = ["norag@2#1", "norag@2#2"]
 
 
 def runs_compare(test: Callable[..., None]) -> Callable[..., None]:
@@ -60,7 +61,8 @@ def compared(tmp_path_factory: pytest.TempPathFactory, corpus: list[Path]) -> tu
 def test_compare_writes_every_output(compared: tuple[Path, str]) -> None:
     out, _ = compared
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert [(r["arm"], r["task_id"]) for r in records] == [(a, f"HumanEval/{i}") for a in ARMS for i in (0, 1)]
+    written = [*ARMS[:5], *SAMPLES, *DERIVED, "norag@2"]  # generated, sampled, derived, chosen among samples
+    assert [(r["arm"], r["task_id"]) for r in records] == [(a, f"HumanEval/{i}") for a in written for i in (0, 1)]
     table = (out / "table.md").read_text()
     assert "sandbox isolation: bwrap" in table
     for arm in ARMS:
@@ -73,6 +75,8 @@ def test_compare_writes_every_output(compared: tuple[Path, str]) -> None:
     for arm in ARMS:  # cached replies keep the time they took; derived arms generate nothing
         seconds = summary[arm]["generation_seconds"]
         assert seconds is None if arm in DERIVED else seconds > 0
+    samples_seconds = sum(r["generation_seconds"] for r in records if r["arm"] in SAMPLES) / 2
+    assert summary["norag@2"]["generation_seconds"] == pytest.approx(samples_seconds)
     assert "h of generation when they were made" in table
     assert "| reused context | passed if reused (norag) |" in table
 
@@ -110,9 +114,25 @@ def test_derived_arms_choose_among_the_generated_candidates(compared: tuple[Path
 
 
 @runs_compare
+def test_a_sampled_arm_chooses_among_its_own_samples_alone(compared: tuple[Path, str]) -> None:
+    out, _ = compared
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    by_key = {(r["task_id"], r["arm"]): r for r in records}
+    for task in ("HumanEval/0", "HumanEval/1"):
+        chosen = by_key[task, "norag@2"]
+        assert chosen["chosen_arm"] in SAMPLES and chosen["stage"] in ("baseline", "fallback")
+        assert chosen["code"] == by_key[task, chosen["chosen_arm"]]["code"]
+        assert by_key[task, "reranked"]["chosen_arm"] in ARMS[:5] and by_key[task, "oracle"]["chosen_arm"] in ARMS[:5]
+    greedy = {r["reply"] for r in records if r["arm"] == "norag"}
+    sampled = {r["reply"] for r in records if r["arm"] in SAMPLES}
+    assert sampled - greedy, "replies at temperature 0.8 came out as the greedy ones"
+    assert "- norag@2: norag sampled 2 times (seeds 1-2)" in (out / "table.md").read_text()
+
+
+@runs_compare
 def test_a_second_run_comes_from_the_generation_cache(compared: tuple[Path, str]) -> None:
     _, stdout = compared
-    assert "(0 new generations, 10 from the cache;" in stdout
+    assert "(0 new generations, 14 from the cache;" in stdout
 
 
 def _record(arm: str, passed: bool, similarity: float) -> Record:
@@ -164,6 +184,11 @@ def test_arm_lists() -> None:
     paper = "norag bm25 dense func-bm25 func-pkg block-pkg json-pkg reranked-paper oracle"
     assert parse_arms("paper") == paper.split()
     assert parse_arms("norag,norag,oracle") == ["norag", "oracle"]
+    assert parse_arms("norag@4") == ["norag@4"] and parse_arms("norag@4,oracle,norag") == ["oracle", "norag", "norag@4"]
+    with pytest.raises(ConfigError, match="at least 2 samples"):
+        parse_arms("norag,norag@1")
+    with pytest.raises(ConfigError, match="unknown arm.*ARM@N"):
+        parse_arms("norag,magic@4")
     with pytest.raises(ConfigError, match="unknown arm"):
         parse_arms("norag,magic")
     with pytest.raises(ConfigError, match="at least one"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,46 @@ ALL_ARMS = (*GENERATING, *DERIVED)
 PAPER_ARMS = ("norag", "bm25", "dense", "func-bm25", "func-pkg", "block-pkg", "json-pkg", RERANKED_PAPER, ORACLE)
 
 
+#: The temperature of a sampled arm's replies unless the run sets another.
+SAMPLE_TEMPERATURE = 0.8
+_SAMPLED = re.compile(r"^(?P<arm>[a-z0-9-]+)@(?P<count>[0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """`ARM@N`: a generating arm sampled N times (seeds 1..N, a temperature above zero), the default
+    policy choosing among its samples alone; the compute-parity control for the pool of arms."""
+
+    arm: str
+    count: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}@{self.count}"
+
+    def sample(self, index: int) -> str:
+        """The arm name of sample `index` (1..count) in the records."""
+        return f"{self.name}#{index}"
+
+    @property
+    def description(self) -> str:
+        return (
+            f"{self.arm} sampled {self.count} times (seeds 1-{self.count}), the {DEFAULT_POLICY} policy choosing "
+            f"among those samples alone (no sample plays NoRAG's part); the samples are {self.name}#1-{self.count}"
+        )
+
+
+def sampled_arm(name: str) -> Sampled | None:
+    """The sampled arm `name` stands for (`ARM@N`, ARM a generating arm, N at least 2), else None."""
+    match = _SAMPLED.match(name)
+    if not match or match["arm"] not in GENERATING:
+        return None
+    count = int(match["count"])
+    if count < 2:
+        raise ConfigError(f"{name}: a sampled arm needs at least 2 samples to choose among")
+    return Sampled(match["arm"], count)
+
+
 def expand_names(spec: str, known: Sequence[str], what: str, groups: Mapping[str, Sequence[str]]) -> list[str]:
     """Comma-separated names of `known`, each once, in order, a group's name standing for its members;
     an unknown name (or none) is a ConfigError naming the valid ones."""
@@ -66,8 +107,17 @@ def expand_names(spec: str, known: Sequence[str], what: str, groups: Mapping[str
 
 
 def parse_arms(spec: str) -> list[str]:
-    """Comma-separated arm names, `all`, or `paper`; unknown names are an error naming the valid ones."""
-    expanded = expand_names(spec, ALL_ARMS, "arm", {"all": ALL_ARMS, "paper": PAPER_ARMS})
+    """Comma-separated arm names, `all`, `paper`, or sampled arms (`norag@4`); unknown names are an error
+    naming the valid ones."""
+    names = [part.strip() for part in spec.split(",") if part.strip()]
+    sampled = list(dict.fromkeys(name for name in names if sampled_arm(name)))
+    rest = ",".join(name for name in names if name not in sampled)
+    if sampled and not rest:
+        return sampled
+    try:
+        expanded = expand_names(rest, ALL_ARMS, "arm", {"all": ALL_ARMS, "paper": PAPER_ARMS}) + sampled
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}, or a sampled arm ARM@N such as norag@4") from exc
     if any(name in DERIVED for name in expanded) and not any(name in GENERATING for name in expanded):
         raise ConfigError("reranked and oracle choose among generating arms; name at least one of those too")
     return expanded

@@ -18,10 +18,21 @@ from pkg.evaluation.arms import (
     RERANKED_PAPER_EXAMPLES,
     RERANKING,
     Retriever,
+    sampled_arm,
 )
 from pkg.evaluation.corpus import write_corpus
 from pkg.evaluation.report import ArmSummary, write_report
-from pkg.evaluation.run import Record, RunSettings, derive_all, gather_evidence, generate_arm, judge, policy_choices
+from pkg.evaluation.run import (
+    Record,
+    RunSettings,
+    derive_all,
+    derive_sampled,
+    gather_evidence,
+    generate_arm,
+    generate_samples,
+    judge,
+    policy_choices,
+)
 from pkg.generators.base import Generator
 from pkg.graph import Label
 from pkg.knowledge_base import KnowledgeBase
@@ -91,27 +102,38 @@ def run(c: Comparison, progress: Progress = no_progress) -> list[ArmSummary]:
     by_id = {p.task_id: p for p in c.problems}
     retriever = Retriever(c.kb, c.k) if c.retrieves else None
     generating = [arm for arm in c.arms if arm in GENERATING]
+    sampled = [found for found in map(sampled_arm, c.arms) if found]
     records: list[Record] = []
     for arm in generating:
         records += generate_arm(arm, c.problems, c.generator, retriever, c.settings, progress)
+    for samples in sampled:
+        records += generate_samples(samples, c.problems, c.generator, retriever, c.settings, progress)
     judge(records, by_id, c.sandbox, c.settings, progress)
-    if any(arm in RERANKING for arm in c.arms):
+    if sampled or any(arm in RERANKING for arm in c.arms):
         with_examples = RERANKED_PAPER_EXAMPLES in c.arms
         gather_evidence(records, by_id, c.sandbox, c.kb.embedder, c.settings, with_examples, progress)
-    selections = (
-        policy_choices(records, by_id, c.sandbox, POLICIES[DEFAULT_POLICY], progress) if RERANKED in c.arms else {}
-    )
+    policy = POLICIES[DEFAULT_POLICY]
+    pool = [record for record in records if record.arm in GENERATING]
+    selections = policy_choices(pool, by_id, c.sandbox, policy, progress) if RERANKED in c.arms else {}
     records += derive_all([arm for arm in c.arms if arm in DERIVED], records, c.problems, selections)
+    for samples in sampled:
+        records += derive_sampled(samples, records, by_id, c.sandbox, policy, progress)
+    replies_seconds = sum(r.generation_seconds for r in records if r.chosen_arm is None)  # not derived arms'
     notes = [
         f"- benchmark: {c.benchmark}, {len(c.problems)} problems; generator: {c.generator.model_id}; "
         f"greedy, max {c.settings.params.max_new_tokens} new tokens",
         f"- sandbox isolation: {c.sandbox.isolation}; retrieval top-{c.k}; embedder: {c.kb.embedder.name}",
         *(f"- {name}: {description}" for name, description in DERIVED_DESCRIPTIONS.items() if name in c.arms),
+        *(
+            f"- {samples.name}: {samples.description}; temperature {c.settings.sample_temperature:g}; "
+            '"generation s": all its samples\' per problem'
+            for samples in sampled
+        ),
         "- reused context: answers that define a function under a name the context defines, or take at least half "
         "of their substantial lines from it verbatim; passed if reused (norag): how many of those passed, and how "
         "many NoRAG answers passed on the same problems",
         f"- wall time of this report's run: {time.perf_counter() - started:.0f} s (generations come from the cache "
-        f"where they exist); the replies took {sum(r.generation_seconds for r in records) / 3600:.1f} h of "
+        f"where they exist); the replies took {replies_seconds / 3600:.1f} h of "
         'generation when they were made (the table\'s "generation s": per problem)',
         *c.notes,
     ]

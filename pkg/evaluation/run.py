@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from pkg.benchmarks import Problem
 from pkg.embedders import Embedder
-from pkg.evaluation.arms import DERIVED, GENERATING, ORACLE, RERANKED, RERANKED_PAPER_EXAMPLES, Retriever
+from pkg.evaluation.arms import (
+    DERIVED,
+    GENERATING,
+    ORACLE,
+    RERANKED_PAPER,
+    RERANKED_PAPER_EXAMPLES,
+    SAMPLE_TEMPERATURE,
+    Retriever,
+    Sampled,
+)
 from pkg.evaluation.extract import code_from_reply
 from pkg.evaluation.prompts import CONTEXT_BUDGET, build_messages, context_block, fit_snippets
 from pkg.evaluation.reuse import reuses_context
@@ -76,6 +85,7 @@ class RunSettings:
     run_limits: Limits = field(default_factory=lambda: Limits(timeout_s=10.0))
     context_budget: int = CONTEXT_BUDGET
     concurrency: int = 1  # generation requests in flight (servers only)
+    sample_temperature: float = SAMPLE_TEMPERATURE  # of the sampled arms (ARM@N)
 
 
 def generate_arm(
@@ -85,10 +95,12 @@ def generate_arm(
     retriever: Retriever | None,
     settings: RunSettings,
     progress: Progress = no_progress,
+    label: str | None = None,
 ) -> list[Record]:
     """The arm's candidate for every problem (from the generation cache where possible), with up to
-    `settings.concurrency` generation requests in flight."""
+    `settings.concurrency` generation requests in flight; the records are the arm's, or `label`'s."""
     arm = GENERATING[arm_name]
+    label = label or arm_name
     fitted = []
     for problem in problems:
         found = retriever.snippets(arm, problem.query) if arm.mode is not None and retriever else []
@@ -99,7 +111,7 @@ def generate_arm(
         prompts,
         settings.params,
         settings.concurrency,
-        lambda done: progress(f"generate {arm_name}", done, len(problems)),
+        lambda done: progress(f"generate {label}", done, len(problems)),
     )
     records = []
     for problem, (snippets, truncated), reply in zip(problems, fitted, replies, strict=True):
@@ -108,7 +120,7 @@ def generate_arm(
         records.append(
             Record(
                 task_id=problem.task_id,
-                arm=arm_name,
+                arm=label,
                 passed=False,
                 status="pending",
                 error_type=None,
@@ -124,6 +136,24 @@ def generate_arm(
                 finish_reason=reply.finish_reason,
             )
         )
+    return records
+
+
+def generate_samples(
+    sampled: Sampled,
+    problems: Sequence[Problem],
+    generator: Generator,
+    retriever: Retriever | None,
+    settings: RunSettings,
+    progress: Progress = no_progress,
+) -> list[Record]:
+    """The sampled arm's samples for every problem, one seed after another (seeds 1..N at the run's
+    sample temperature), so that an interrupted run has whole samples cached."""
+    records = []
+    for seed in range(1, sampled.count + 1):
+        params = replace(settings.params, temperature=settings.sample_temperature, seed=seed)
+        seeded = replace(settings, params=params)
+        records += generate_arm(sampled.arm, problems, generator, retriever, seeded, progress, sampled.sample(seed))
     return records
 
 
@@ -222,22 +252,23 @@ def policy_choices(
 
 
 def derive(arm_name: str, task_id: str, candidates: Sequence[Record], selection: Selection | None = None) -> Record:
-    """A derived arm's record for one problem from that problem's generating-arm records; `reranked`
-    takes the policy's `selection`."""
+    """A derived arm's record for one problem from that problem's candidate records: the oracle's and
+    the paper's rerankers' by their rules, `reranked`'s and a sampled arm's by the policy's `selection`
+    (a sampled arm's record carries its samples' generation time)."""
     if arm_name == ORACLE:
         winner = next((r for r in candidates if r.passed), candidates[0])
         stage = None
-    elif arm_name == RERANKED:
-        if selection is None:
-            raise ValueError(f"{RERANKED} needs the policy's selection for {task_id}")
-        winner, stage = candidates[selection.index], selection.stage
-    else:
+    elif arm_name in (RERANKED_PAPER, RERANKED_PAPER_EXAMPLES):
         evidence = [
             Evidence(bool(r.parses), bool(r.runs), r.similarity if r.similarity is not None else 0.0, r.examples)
             for r in candidates
         ]
         choice = choose(evidence, use_examples=arm_name == RERANKED_PAPER_EXAMPLES)
         winner, stage = candidates[choice.index], choice.stage
+    else:
+        if selection is None:
+            raise ValueError(f"{arm_name} needs the policy's selection for {task_id}")
+        winner, stage = candidates[selection.index], selection.stage
     return Record(
         task_id=task_id,
         arm=arm_name,
@@ -250,6 +281,7 @@ def derive(arm_name: str, task_id: str, candidates: Sequence[Record], selection:
         reuses_context=winner.reuses_context,
         prompt_tokens=winner.prompt_tokens,
         completion_tokens=winner.completion_tokens,
+        generation_seconds=0.0 if arm_name in DERIVED else sum(r.generation_seconds for r in candidates),
         chosen_arm=winner.arm,
         stage=stage,
     )
@@ -261,9 +293,9 @@ def derive_all(
     problems: Sequence[Problem],
     selections: Mapping[str, Selection] | None = None,
 ) -> list[Record]:
-    """Records of the derived arms among `arms`, choosing among the generating arms' records
-    (`reranked` by the policy's `selections`, per task id)."""
-    by_task = by_task_id(records)
+    """Records of the derived arms among `arms`, choosing among the generating arms' records (never a
+    sampled arm's samples; `reranked` by the policy's `selections`, per task id)."""
+    by_task = by_task_id([record for record in records if record.arm in GENERATING])
     chosen = selections or {}
     return [
         derive(arm, p.task_id, by_task[p.task_id], chosen.get(p.task_id))
@@ -271,3 +303,17 @@ def derive_all(
         if arm in DERIVED
         for p in problems
     ]
+
+
+def derive_sampled(
+    sampled: Sampled,
+    records: Sequence[Record],
+    problems: dict[str, Problem],
+    sandbox: Sandbox,
+    policy: Policy,
+    progress: Progress = no_progress,
+) -> list[Record]:
+    """The sampled arm's records: the policy's choice per problem among that arm's samples alone."""
+    samples = [record for record in records if record.arm.startswith(sampled.name + "#")]
+    selections = policy_choices(samples, problems, sandbox, policy, progress)
+    return [derive(sampled.name, task_id, group, selections[task_id]) for task_id, group in by_task_id(samples).items()]
