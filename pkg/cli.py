@@ -582,7 +582,15 @@ def compare(
     (default: <out>/pkg), incrementally.
     """
     from pkg.evaluation.arms import needs_retrieval, parse_arms
-    from pkg.evaluation.compare import Comparison, build_corpus, decontamination, load_problems, run, write_json
+    from pkg.evaluation.compare import (
+        TESTS_CACHE,
+        Comparison,
+        build_corpus,
+        decontamination,
+        load_problems,
+        run,
+        write_json,
+    )
     from pkg.evaluation.run import RunSettings
     from pkg.generators import GenerationParams, make_generator
     from pkg.generators.base import require_concurrency
@@ -598,6 +606,7 @@ def compare(
     bars = StageBars()
     notes: list[str] = []
     generator = CachedGenerator(make_generator(generator_spec), GenerationCache(out / "generations.jsonl"))
+    tester = CachedGenerator(generator.inner, GenerationCache(out / TESTS_CACHE))  # the policy's written tests
     try:
         require_concurrency(generator, concurrency)
         with ExitStack() as stack:
@@ -619,7 +628,7 @@ def compare(
                 sample_temperature=sample_temperature,
             )
             comparison = Comparison(
-                benchmark, chosen, problems, generator, sandbox, kb, out, retrieves, k, settings, notes
+                benchmark, chosen, problems, generator, sandbox, kb, out, retrieves, k, settings, notes, tester
             )
             rows = run(comparison, bars)
     finally:
@@ -628,7 +637,8 @@ def compare(
     click.echo((out / "table.md").read_text())
     click.echo(
         f"wrote {out}/results.jsonl, table.md, table.csv, summary.json, pass_at_1.png "
-        f"({generator.misses} new generations, {generator.hits} from the cache; "
+        f"({generator.misses} new generations, {generator.hits} from the cache; tests written: {tester.misses} new, "
+        f"{tester.hits} from {TESTS_CACHE}; "
         f"{sum(r.passed for r in rows)} passes over {len(rows)} arms)"
     )
 

@@ -1,6 +1,7 @@
 """bench_policies' compute-parity table on candidates laid out as `pkg compare --arms all,norag@4` writes
 them: the committed HumanEval candidates of three problems, with four samples that copy four arms'
-answers (so each sample's assessment in the real sandbox is known from its arm's)."""
+answers (so each sample's assessment in the real sandbox is known from its arm's), and the committed
+model-written tests."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _candidates(folder: Path) -> dict[tuple[str, str], dict]:
 def test_the_parity_pools_hold_the_samples_and_the_arms_they_name(tmp_path: Path) -> None:
     by_key = _candidates(tmp_path)
     command = [sys.executable, str(ROOT / "bench" / "bench_policies.py"), "--benchmarks", "humaneval"]
-    command += ["--candidates", str(tmp_path / "results.jsonl"), "--out", str(tmp_path)]
+    command += ["--candidates", str(tmp_path / "results.jsonl"), "--out", str(tmp_path), "--with-codet"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     result = json.loads(next(tmp_path.glob("policies-*.json")).read_text())["benchmarks"]["humaneval"]
@@ -55,3 +56,4 @@ def test_the_parity_pools_hold_the_samples_and_the_arms_they_name(tmp_path: Path
         if name not in ("norag", "oracle"):
             assert pools["all arms"]["policies"][name]["passed"] == row["passed"]
     assert "## Compute parity on humaneval" in (tmp_path / "policies.md").read_text()
+    assert "cascade+codet" in pools["norag@4 samples"]["policies"]  # with the committed written tests

@@ -151,6 +151,32 @@ def test_without_tests_the_most_similar_and_checked_codet_filters_first() -> Non
     assert POLICIES["codet"].writes_tests and not POLICIES["cascade"].writes_tests
 
 
+def test_cascade_codet_keeps_norag_unless_an_agreeing_pair_passes_more_written_tests() -> None:
+    policy = POLICIES["cascade+codet"]
+    candidates = [candidate("norag", 0.1), candidate("a", 0.9), candidate("b", 0.5), candidate("c", 0.7)]
+    lone = [assessment((True, False, False)), assessment((True,) * 3, ("2",)), *[assessment((False,) * 3)] * 2]
+    assert (policy.choose(TASK, candidates, lone).index, policy.choose(TASK, candidates, lone).stage) == (0, "baseline")
+    pair = [assessment((True, False, False)), assessment((True,) * 3, ("2",)), assessment((True,) * 3, ("2",))]
+    pair.append(assessment((False,) * 3))
+    chosen = policy.choose(TASK, candidates, pair)
+    assert (chosen.index, chosen.stage, chosen.clusters) == (
+        1,
+        "agreement over baseline",
+        (2,),
+    )  # the pair's most similar
+    tied = [assessment((True,) * 3), assessment((True,) * 3, ("2",)), assessment((True,) * 3, ("2",))]
+    assert policy.choose(TASK, candidates, [*tied, assessment((False,) * 3)]).index == 0  # more, not as many
+    fails = [assessment((True,) * 3, runs=False), assessment((True,) * 3), *[assessment((False,) * 3, ("3",))] * 2]
+    fallback = policy.choose(TASK, candidates, fails)
+    assert (fallback.index, fallback.stage) == (1, "fallback dual agreement")  # 3 tests × 1 beat 0 × 2
+    untested = Task("t", "f", calls=("f(1)",))
+    assert (
+        policy.choose(untested, candidates, fails).stage
+        == POLICIES["cascade"].choose(untested, candidates, fails).stage
+    )
+    assert policy.writes_tests and policy.tests_optional and not POLICIES["codet"].tests_optional
+
+
 DOUBLE = "def f(x):\n    return x * 2\n"
 PLUS_TWO = "def f(x):\n    return x + 2\n"
 TESTS = ("assert f(1) == 2", "assert f(2) == 4", "assert f(-3) == -6")

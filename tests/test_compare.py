@@ -23,6 +23,8 @@ from tests.conftest import run_cli
 DOCS_PAGE = Path("/usr/share/doc/python3.11/html/_sources/tutorial/datastructures.rst.txt")
 ARMS = ["norag", "bm25", "func-pkg", "block-pkg", "json-pkg", *DERIVED, "norag@2"]
 SAMPLES = ["norag@2#1", "norag@2#2"]
+#: The deciding rules of the default policy (cascade+codet): the cascade's, and the written tests'.
+POLICY_STAGES = ("baseline", "fallback", "agreement over baseline", "fallback dual agreement")
 
 
 def runs_compare(test: Callable[..., None]) -> Callable[..., None]:
@@ -106,8 +108,8 @@ def test_derived_arms_choose_among_the_generated_candidates(compared: tuple[Path
             source = generated[(record["task_id"], record["chosen_arm"])]
             assert record["code"] == source["code"] and record["passed"] == source["passed"]
             assert record["reuses_context"] == source["reuses_context"]
-        if record["arm"] == "reranked":  # the cascade's rules, not the paper's
-            assert record["stage"] in ("baseline", "fallback")
+        if record["arm"] == "reranked":  # the default policy's rules, not the paper's
+            assert record["stage"] in POLICY_STAGES
     for task in ("HumanEval/0", "HumanEval/1"):
         oracle = next(r for r in records if r["arm"] == "oracle" and r["task_id"] == task)
         assert oracle["passed"] == any(r["passed"] for (t, _), r in generated.items() if t == task)
@@ -120,7 +122,7 @@ def test_a_sampled_arm_chooses_among_its_own_samples_alone(compared: tuple[Path,
     by_key = {(r["task_id"], r["arm"]): r for r in records}
     for task in ("HumanEval/0", "HumanEval/1"):
         chosen = by_key[task, "norag@2"]
-        assert chosen["chosen_arm"] in SAMPLES and chosen["stage"] in ("baseline", "fallback")
+        assert chosen["chosen_arm"] in SAMPLES and chosen["stage"] in POLICY_STAGES[1:]  # no sample is NoRAG
         assert chosen["code"] == by_key[task, chosen["chosen_arm"]]["code"]
         assert by_key[task, "reranked"]["chosen_arm"] in ARMS[:5] and by_key[task, "oracle"]["chosen_arm"] in ARMS[:5]
     greedy = {r["reply"] for r in records if r["arm"] == "norag"}
@@ -132,7 +134,15 @@ def test_a_sampled_arm_chooses_among_its_own_samples_alone(compared: tuple[Path,
 @runs_compare
 def test_a_second_run_comes_from_the_generation_cache(compared: tuple[Path, str]) -> None:
     _, stdout = compared
-    assert "(0 new generations, 14 from the cache;" in stdout
+    assert "(0 new generations, 14 from the cache; tests written: 0 new, 2 from codet-tests.jsonl;" in stdout
+
+
+@runs_compare
+def test_the_default_policy_chooses_by_tests_the_model_wrote_once_per_problem(compared: tuple[Path, str]) -> None:
+    out, _ = compared
+    written = [json.loads(line) for line in (out / "codet-tests.jsonl").read_text().splitlines()]
+    assert len(written) == 2 and all(line["completion"]["text"] for line in written)
+    assert "policy's tests: " in (out / "table.md").read_text()
 
 
 def _record(arm: str, passed: bool, similarity: float) -> Record:

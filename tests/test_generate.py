@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pkg.evaluation.generate import DEFAULT_ARMS, parse_examples, parse_task
+from rerank.policies import DEFAULT_POLICY
 from tests.chat_server import ChatServer, completion
 from tests.conftest import FIXTURES, cli_build, run_cli
 
@@ -92,11 +93,13 @@ def test_smollm2_candidates_are_checked_and_the_best_checked_is_chosen(
     assert text.returncode == 0, text.stderr
     ast.parse(text.stdout)  # the code, then the evidence as comments
     code, evidence = text.stdout.split("\n\n# policy ", 1)
-    assert evidence.startswith("cascade chose the ") and "sandbox isolation bwrap" in evidence
+    assert evidence.startswith(f"{DEFAULT_POLICY} chose the ") and "sandbox isolation bwrap" in evidence
+    assert "# model-written tests passed, of " in evidence  # the default policy had the model write tests
     (tmp_path / "tests.txt").write_text("assert add(-1, 1) == 0\nadd(2, 2) == 5\n")
     result = _generate(ADD, *options, "--tests", str(tmp_path / "tests.txt"), env=env)
     assert set(result) == KEYS and all(set(v) == VERDICT_KEYS for v in result["candidates"])
-    assert (result["cached_replies"], result["new_replies"]) == (len(DEFAULT_ARMS), 0)  # the text run's replies
+    # the text run's replies: one per arm and the tests' (never shown the user's tests)
+    assert (result["cached_replies"], result["new_replies"]) == (len(DEFAULT_ARMS) + 1, 0)
     assert result["answer"].rstrip() == code.rstrip()
     assert [v["arm"] for v in result["candidates"]] == list(DEFAULT_ARMS)
     assert result["entry_point"] == "add" and result["examples"] == ["assert add(2, 3) == 5"]

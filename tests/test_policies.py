@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pkg.benchmarks import load_benchmark
-from pkg.evaluation.arms import DERIVED
+from pkg.evaluation.arms import DERIVED, GENERATING
+from pkg.evaluation.compare import TESTS_CACHE
 from pkg.evaluation.tasks import candidate as candidate_of
-from pkg.evaluation.tasks import policy_task
+from pkg.evaluation.tasks import policy_task, shown_task
+from pkg.generators import DEFAULT_GENERATOR
+from pkg.generators.cache import GenerationCache
 from rerank.policies import (
     DEFAULT_POLICY,
     POLICIES,
@@ -27,6 +31,7 @@ from rerank.policies import (
 )
 from rerank.policies.consensus import Cascade, Consensus
 from rerank.policies.paper import Paper
+from rerank.policies.written_tests import cached_tests
 from rerank.sandbox import Sandbox
 from rerank.sandbox.bwrap import BwrapSandbox
 
@@ -205,25 +210,31 @@ def test_norag_weighs_double_in_weighted_consensus(sandbox: Sandbox) -> None:
 
 
 def test_the_committed_reranking_columns_are_the_policies_choices(sandbox: Sandbox) -> None:
-    """On ten HumanEval problems: those (up to five) where the most similar candidate does not run alone,
-    then those where the paper's reranker chose a retrieval arm; `reranked-paper` is the paper's choice
-    (the statement's >>> examples only) and `reranked` the default policy's (prose examples too)."""
+    """On fifteen HumanEval problems: those (up to five) where the most similar candidate does not run
+    alone, then those where the paper's reranker chose a retrieval arm, then five where `reranked` did;
+    `reranked-paper` is the paper's choice (the statement's >>> examples only) and `reranked` the default
+    policy's (prose examples too, and the committed model-written tests)."""
     problems = {p.task_id: p for p in load_benchmark("humaneval")}
     records = [json.loads(line) for line in COMMITTED.read_text(encoding="utf-8").splitlines()]
     chose = {(r["arm"], r["task_id"]): r["chosen_arm"] for r in records if r["arm"] in DERIVED}
     by_task: dict[str, list[dict]] = {}
     for record in records:
-        if record["arm"] not in DERIVED:
+        if record["arm"] in GENERATING:
             by_task.setdefault(record["task_id"], []).append(record)
     most_similar_fails = [t for t, g in by_task.items() if not max(g, key=lambda r: r["similarity"])["runs"]]
     retrieval_chosen = [t for t in by_task if chose["reranked-paper", t] != "norag" and t not in most_similar_fails]
     chosen = most_similar_fails[:5] + retrieval_chosen[: 10 - len(most_similar_fails[:5])]
-    assert len(chosen) == 10 and most_similar_fails
+    moved = [t for t in by_task if chose["reranked", t] != "norag" and t not in chosen]
+    chosen += moved[:5]
+    assert len(chosen) == 15 and most_similar_fails
     rows = {t: [candidate_of(problems[t], r["arm"], r["code"], r["similarity"]) for r in by_task[t]] for t in chosen}
     shown = [(Task(t, problems[t].entry_point, problems[t].examples), rows[t]) for t in chosen]
     for (task, candidates), assessed in zip(shown, assess(sandbox, shown), strict=True):
         assert candidates[Paper().choose(task, candidates, assessed).index].arm == chose["reranked-paper", task.task_id]
-    tasks = [(policy_task(problems[t]), rows[t]) for t in chosen]
-    for (task, candidates), assessed in zip(tasks, assess(sandbox, tasks), strict=True):
+    tasks = [policy_task(problems[t]) for t in chosen]
+    cache = GenerationCache(COMMITTED.parent / TESTS_CACHE)
+    written = cached_tests([shown_task(problems[t.task_id], t.calls) for t in tasks], cache, DEFAULT_GENERATOR)
+    items = [(replace(task, tests=tests), rows[task.task_id]) for task, tests in zip(tasks, written, strict=True)]
+    for (task, candidates), assessed in zip(items, assess(sandbox, items), strict=True):
         choice = POLICIES[DEFAULT_POLICY].choose(task, candidates, assessed)
         assert candidates[choice.index].arm == chose["reranked", task.task_id]

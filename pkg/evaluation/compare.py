@@ -32,6 +32,7 @@ from pkg.evaluation.run import (
     generate_samples,
     judge,
     policy_choices,
+    written_tests,
 )
 from pkg.generators.base import Generator
 from pkg.graph import Label
@@ -39,6 +40,9 @@ from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
 from rerank.policies import DEFAULT_POLICY, POLICIES
 from rerank.sandbox import Sandbox
+
+#: The file in a comparison's folder caching the replies that wrote the selection policy's tests.
+TESTS_CACHE = "codet-tests.jsonl"
 
 
 @dataclass
@@ -56,6 +60,7 @@ class Comparison:
     k: int = 1
     settings: RunSettings = field(default_factory=RunSettings)
     notes: Sequence[str] = ()
+    test_writer: Generator | None = None  # writes the tests of a policy that needs them (default: generator)
 
 
 def load_problems(benchmark: str, mbpp_path: Path | None, limit: int | None) -> list[Problem]:
@@ -113,17 +118,33 @@ def run(c: Comparison, progress: Progress = no_progress) -> list[ArmSummary]:
         with_examples = RERANKED_PAPER_EXAMPLES in c.arms
         gather_evidence(records, by_id, c.sandbox, c.kb.embedder, c.settings, with_examples, progress)
     policy = POLICIES[DEFAULT_POLICY]
+    selects = RERANKED in c.arms or bool(sampled)
+    tests = (
+        written_tests(c.problems, c.test_writer or c.generator, c.settings, progress)
+        if selects and policy.writes_tests
+        else {}
+    )
     pool = [record for record in records if record.arm in GENERATING]
-    selections = policy_choices(pool, by_id, c.sandbox, policy, progress) if RERANKED in c.arms else {}
+    selections = policy_choices(pool, by_id, c.sandbox, policy, progress, tests) if RERANKED in c.arms else {}
     records += derive_all([arm for arm in c.arms if arm in DERIVED], records, c.problems, selections)
     for samples in sampled:
-        records += derive_sampled(samples, records, by_id, c.sandbox, policy, progress)
+        records += derive_sampled(samples, records, by_id, c.sandbox, policy, progress, tests)
     replies_seconds = sum(r.generation_seconds for r in records if r.chosen_arm is None)  # not derived arms'
     notes = [
         f"- benchmark: {c.benchmark}, {len(c.problems)} problems; generator: {c.generator.model_id}; "
         f"greedy, max {c.settings.params.max_new_tokens} new tokens",
         f"- sandbox isolation: {c.sandbox.isolation}; retrieval top-{c.k}; embedder: {c.kb.embedder.name}",
         *(f"- {name}: {description}" for name, description in DERIVED_DESCRIPTIONS.items() if name in c.arms),
+        *(
+            [
+                f"- the {DEFAULT_POLICY} policy's tests: {sum(map(len, tests.values()))} asserts for "
+                f"{sum(map(bool, tests.values()))}/{len(c.problems)} problems, one greedy reply per problem by the "
+                "generator, shown the statement alone (MBPP: its text and one shown call's inputs); cached in "
+                f"{TESTS_CACHE}"
+            ]
+            if tests
+            else []
+        ),
         *(
             f"- {samples.name}: {samples.description}; temperature {c.settings.sample_temperature:g}; "
             '"generation s": all its samples\' per problem'

@@ -210,7 +210,7 @@ def policy_for(name: str, task: UserTask) -> Policy:
             f"policy {name} compares candidates on calls of the function to write, and this task shows none: "
             "give a signature with >>> examples or --examples, or use --policy cascade"
         )
-    if policy.writes_tests and not task.entry_point:
+    if policy.writes_tests and not policy.tests_optional and not task.entry_point:
         raise ConfigError(
             f"policy {name} has the model write tests that call the function to write, and this task names none: "
             "give a signature, or examples that call it"
@@ -345,7 +345,7 @@ def generate(
     only by them) and the embedder of the candidates' similarity to the task."""
     candidates, tokens = _candidates(task, arms, generator, kb, settings, k)
     policy_task = task.policy_task
-    if policy.writes_tests:
+    if policy.writes_tests and task.entry_point:
         written = write_tests(generator, [task.shown_task], settings.params, settings.concurrency)[0]
         policy_task = replace(policy_task, tests=written)
     assessments = assess(sandbox, [(policy_task, candidates)])[0]

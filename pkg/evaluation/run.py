@@ -25,10 +25,11 @@ from pkg.evaluation.arms import (
 from pkg.evaluation.extract import code_from_reply
 from pkg.evaluation.prompts import CONTEXT_BUDGET, build_messages, context_block, fit_snippets
 from pkg.evaluation.reuse import reuses_context
-from pkg.evaluation.tasks import candidate, policy_task
+from pkg.evaluation.tasks import candidate, policy_task, shown_task
 from pkg.generators.base import GenerationParams, Generator, generate_many
 from pkg.progress import Progress, no_progress
 from rerank.policies import Policy, Selection, assess, programs_to_assess
+from rerank.policies.written_tests import TEST_PARAMS, write_tests
 from rerank.reranker import Evidence, choose, cosine_similarities, parses
 from rerank.sandbox import Limits, Outcome, Sandbox
 
@@ -236,12 +237,18 @@ def policy_choices(
     sandbox: Sandbox,
     policy: Policy,
     progress: Progress = no_progress,
+    tests: Mapping[str, tuple[str, ...]] | None = None,
 ) -> dict[str, Selection]:
     """The policy's choice per problem among its records, from the sandbox's assessments (the statement's
-    examples and calls; never the hidden tests) and the similarities gather_evidence set."""
+    examples and calls, and the model-written `tests` per task id; never the hidden tests) and the
+    similarities gather_evidence set."""
     by_task = by_task_id(records)
+    written = tests or {}
     items = [
-        (policy_task(problems[task_id]), [candidate(problems[task_id], r.arm, r.code, r.similarity) for r in group])
+        (
+            replace(policy_task(problems[task_id]), tests=written.get(task_id, ())),
+            [candidate(problems[task_id], r.arm, r.code, r.similarity) for r in group],
+        )
         for task_id, group in by_task.items()
     ]
     assessed = assess(sandbox, items, _counter(progress, "assess", programs_to_assess(items)))
@@ -305,6 +312,17 @@ def derive_all(
     ]
 
 
+def written_tests(
+    problems: Sequence[Problem], writer: Generator, settings: RunSettings, progress: Progress = no_progress
+) -> dict[str, tuple[str, ...]]:
+    """Tests `writer` writes for each problem from its statement alone (as `codet` sees it), by task id."""
+    shown = [shown_task(problem, policy_task(problem).calls) for problem in problems]
+    tests = write_tests(
+        writer, shown, TEST_PARAMS, settings.concurrency, lambda done: progress("write tests", done, len(shown))
+    )
+    return {problem.task_id: found for problem, found in zip(problems, tests, strict=True)}
+
+
 def derive_sampled(
     sampled: Sampled,
     records: Sequence[Record],
@@ -312,8 +330,9 @@ def derive_sampled(
     sandbox: Sandbox,
     policy: Policy,
     progress: Progress = no_progress,
+    tests: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[Record]:
     """The sampled arm's records: the policy's choice per problem among that arm's samples alone."""
     samples = [record for record in records if record.arm.startswith(sampled.name + "#")]
-    selections = policy_choices(samples, problems, sandbox, policy, progress)
+    selections = policy_choices(samples, problems, sandbox, policy, progress, tests)
     return [derive(sampled.name, task_id, group, selections[task_id]) for task_id, group in by_task_id(samples).items()]

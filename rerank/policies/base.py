@@ -88,6 +88,8 @@ class Policy(ABC):
     compares_calls: bool = False
     #: Whether the policy needs tests a model writes for the task (`Task.tests`).
     writes_tests: bool = False
+    #: Whether the policy still chooses well without them (a task naming no function to test).
+    tests_optional: bool = False
 
     @abstractmethod
     def choose(self, task: Task, candidates: Sequence[Candidate], assessments: Sequence[Assessment]) -> Selection:
