@@ -20,7 +20,6 @@ NoRAG's greedy answer with one sample fewer.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import RESULTS, bench_parser, machine, utc_now, write_result  # noqa: E402
 from pkg.benchmarks import Problem, load_benchmark  # noqa: E402
 from pkg.errors import PkgError  # noqa: E402
-from pkg.evaluation.arms import DERIVED, GENERATING, RERANKED, RERANKED_PAPER  # noqa: E402
+from pkg.evaluation.arms import DERIVED, GENERATING, RERANKED, RERANKED_PAPER, sampled_of  # noqa: E402
 from pkg.evaluation.compare import TESTS_CACHE  # noqa: E402
 from pkg.evaluation.generate import DEFAULT_ARMS  # noqa: E402
 from pkg.evaluation.tasks import candidate, policy_task, shown_task  # noqa: E402
@@ -59,7 +58,6 @@ CODET_CACHE = str(RESULTS / "compare-{benchmark}" / TESTS_CACHE)
 #: Each benchmark's committed candidates and their verdicts.
 CANDIDATES = str(RESULTS / "compare-{benchmark}" / "results.jsonl")
 Items = list[tuple[Task, list[Candidate]]]
-_SAMPLE = re.compile(r"^(?P<sampled>[a-z0-9-]+@(?P<count>[0-9]+))#(?P<index>[0-9]+)$")
 NOTES = [
     "HumanEval examples: the docstring's `>>>` examples and those written in prose (`f(x) ➞ y`, `f(x) == y`, "
     "`f(x) should return y`, ...); `prose_examples_hold_for_canonical` in the JSON says how many of the prose "
@@ -171,7 +169,7 @@ def evaluate(
     for record in load_records(Path(candidates.format(benchmark=benchmark))):
         if record["arm"] in GENERATING:
             by_task.setdefault(record["task_id"], []).append(record)
-        elif _SAMPLE.match(record["arm"]):
+        elif sampled_of(record["arm"]):
             samples.setdefault(record["task_id"], []).append(record)
         elif record["arm"] in DERIVED:
             committed[record["arm"], record["task_id"]] = record["chosen_arm"]
@@ -204,9 +202,12 @@ def evaluate(
         rows[name] = summary(choices[name], baseline, POLICIES[name].description, POLICIES[name].inputs)
     parity = {}
     for policy, arm in (("paper", RERANKED_PAPER), (DEFAULT_POLICY, RERANKED)):
-        same = sum(choices[policy][t]["arm"] == committed.get((arm, t)) for t in by_task) if policy in choices else 0
-        checked = f"{same}/{len(by_task)}" if policy in choices else "not checked (its tests need --with-codet)"
-        parity[f"{policy} picks what {arm} picked"] = checked
+        key = f"{policy} picks what {arm} picked"
+        if policy not in choices:
+            parity[key] = "not checked (its tests need --with-codet)"
+            continue
+        same = sum(choices[policy][t]["arm"] == committed.get((arm, t)) for t in by_task)
+        parity[key] = f"{same}/{len(by_task)}"
     result = {
         "problems": len(items),
         "arms": [r["arm"] for r in next(iter(by_task.values()))],
@@ -249,9 +250,9 @@ class Samples:
 
     def __post_init__(self) -> None:
         first = next(iter(self.records.values()))
-        match = _SAMPLE.match(first[0]["arm"])
-        assert match is not None
-        self.name, self.count = match["sampled"], int(match["count"])
+        sampled = sampled_of(first[0]["arm"])
+        assert sampled is not None
+        self.sampled = sampled
         self.assessments_json: dict[str, list[dict]] = {}
 
     def assess(self, items: Items) -> list[list[Assessment]]:
@@ -290,12 +291,12 @@ class Samples:
             records = by_task[task.task_id] + self.records[task.task_id]
             both = zip([*candidates, *sampled], [*assessed, *sampled_assessed], records, strict=True)
             pooled[task.task_id] = {c.arm: (c, a, bool(r["passed"])) for c, a, r in both}
-        samples = [f"{self.name}#{i}" for i in range(1, self.count + 1)]
+        samples, name = list(self.sampled.samples), self.sampled.name
         pools = {
             "all arms": [c.arm for c in items[0][1]],
             "pkg generate's arms": list(DEFAULT_ARMS),
-            f"{self.name} samples": samples,
-            f"norag + {self.count - 1} samples": [BASELINE_ARM, *samples[: self.count - 1]],
+            f"{name} samples": samples,
+            f"norag + {len(samples) - 1} samples": [BASELINE_ARM, *samples[:-1]],
         }
         tasks = {task.task_id: task for task, _ in items}
         table: dict[str, dict] = {}
@@ -310,7 +311,7 @@ class Samples:
                 row = summary(picks, baseline, "", "")
                 rows[name] = {key: row[key] for key in ("passed", "helped", "hurt")}
             table[pool] = {"arms": arms, "policies": rows}
-        return {"sampled_arm": self.name, "pools": table}
+        return {"sampled_arm": name, "pools": table}
 
 
 def summary(picks: dict[str, dict], baseline: dict[str, bool], description: str, inputs: str) -> dict:

@@ -12,7 +12,7 @@ import pytest
 
 from pkg.benchmarks import load_benchmark
 from pkg.errors import ConfigError
-from pkg.evaluation.arms import DERIVED, parse_arms
+from pkg.evaluation.arms import DERIVED, parse_arms, sampled_of
 from pkg.evaluation.run import Record, derive, policy_choices
 from rerank.policies import DEFAULT_POLICY, POLICIES
 from rerank.sandbox import Sandbox
@@ -195,6 +195,9 @@ def test_arm_lists() -> None:
     assert parse_arms("paper") == paper.split()
     assert parse_arms("norag,norag,oracle") == ["norag", "oracle"]
     assert parse_arms("norag@4") == ["norag@4"] and parse_arms("norag@4,oracle,norag") == ["oracle", "norag", "norag@4"]
+    found = sampled_of("norag@4#2")
+    assert found is not None and found.name == "norag@4" and found.samples[1] == "norag@4#2"
+    assert sampled_of("norag@4#5") is None and sampled_of("norag") is None and sampled_of("magic@4#1") is None
     with pytest.raises(ConfigError, match="at least 2 samples"):
         parse_arms("norag,norag@1")
     with pytest.raises(ConfigError, match="unknown arm.*ARM@N"):

@@ -75,6 +75,11 @@ class Sampled:
         return f"{self.name}#{index}"
 
     @property
+    def samples(self) -> tuple[str, ...]:
+        """The arm names of all its samples, in seed order."""
+        return tuple(self.sample(index) for index in range(1, self.count + 1))
+
+    @property
     def description(self) -> str:
         return (
             f"{self.arm} sampled {self.count} times (seeds 1-{self.count}), the {DEFAULT_POLICY} policy choosing "
@@ -91,6 +96,13 @@ def sampled_arm(name: str) -> Sampled | None:
     if count < 2:
         raise ConfigError(f"{name}: a sampled arm needs at least 2 samples to choose among")
     return Sampled(match["arm"], count)
+
+
+def sampled_of(record_arm: str) -> Sampled | None:
+    """The sampled arm whose sample the record's arm name is (`norag@4#2`), else None."""
+    name, hash_sign, index = record_arm.rpartition("#")
+    found = sampled_arm(name) if hash_sign and index.isdigit() else None
+    return found if found and record_arm in found.samples else None
 
 
 def expand_names(spec: str, known: Sequence[str], what: str, groups: Mapping[str, Sequence[str]]) -> list[str]:

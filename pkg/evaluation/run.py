@@ -333,6 +333,6 @@ def derive_sampled(
     tests: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[Record]:
     """The sampled arm's records: the policy's choice per problem among that arm's samples alone."""
-    samples = [record for record in records if record.arm.startswith(sampled.name + "#")]
+    samples = [record for record in records if record.arm in sampled.samples]
     selections = policy_choices(samples, problems, sandbox, policy, progress, tests)
     return [derive(sampled.name, task_id, group, selections[task_id]) for task_id, group in by_task_id(samples).items()]
