@@ -114,7 +114,7 @@ def _generation_options(command: Any) -> Any:
             type=click.IntRange(min=1),
             default=512,
             show_default=True,
-            help="Token limit of each (greedy) reply.",
+            help="Token limit of each (greedy) reply with code; the model-written tests have their own budget.",
         ),
         click.option(
             "--concurrency",

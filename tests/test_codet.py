@@ -265,6 +265,7 @@ def test_pkg_generate_has_the_model_write_tests_and_chooses_by_them(db: Path, tm
     stub = ChatServer(answer).start()
     try:
         options = ["--arms", "norag,func-bm25", "--policy", "codet", "--generator", "openai:stub", "--db", str(db)]
+        options += ["--max-new-tokens", "64"]  # the code's budget; the tests have their own
         result = _generate(
             PRIME,
             *options,
@@ -274,6 +275,8 @@ def test_pkg_generate_has_the_model_write_tests_and_chooses_by_them(db: Path, tm
         stub.stop()
     [writing] = [r for r in stub.requests if "Do not implement it" in r["messages"][-1]["content"]]
     assert PRIME.strip() in writing["messages"][-1]["content"] and "return n" not in json.dumps(writing)
+    assert writing["max_tokens"] == TEST_PARAMS.max_new_tokens
+    assert {r["max_tokens"] for r in stub.requests if r is not writing} == {64}
     assert result["written_tests"] == list(parse_tests(PRIME_TESTS, "is_prime")) and len(result["written_tests"]) == 3
     assert {v["arm"]: v["written_tests"] for v in result["candidates"]} == {"norag": 1, "func-bm25": 3}
     assert (result["answer"], result["stage"], result["clusters"]) == (RIGHT, "dual agreement", [1, 1])

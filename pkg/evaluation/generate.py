@@ -346,7 +346,9 @@ def generate(
     candidates, tokens = _candidates(task, arms, generator, kb, settings, k)
     policy_task = task.policy_task
     if policy.writes_tests and task.entry_point:
-        written = write_tests(generator, [task.shown_task], settings.params, settings.concurrency)[0]
+        # the tests' own budget, not the user's --max-new-tokens: ten asserts need it whatever the code's length,
+        # and the reply is then the one `pkg compare` and bench_policies cache for the same task
+        written = write_tests(generator, [task.shown_task], concurrency=settings.concurrency)[0]
         policy_task = replace(policy_task, tests=written)
     assessments = assess(sandbox, [(policy_task, candidates)])[0]
     selection = policy.choose(policy_task, candidates, assessments)
