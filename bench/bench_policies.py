@@ -291,11 +291,11 @@ class Samples:
             records = by_task[task.task_id] + self.records[task.task_id]
             both = zip([*candidates, *sampled], [*assessed, *sampled_assessed], records, strict=True)
             pooled[task.task_id] = {c.arm: (c, a, bool(r["passed"])) for c, a, r in both}
-        samples, name = list(self.sampled.samples), self.sampled.name
+        samples = list(self.sampled.samples)
         pools = {
             "all arms": [c.arm for c in items[0][1]],
             "pkg generate's arms": list(DEFAULT_ARMS),
-            f"{name} samples": samples,
+            f"{self.sampled.name} samples": samples,
             f"norag + {len(samples) - 1} samples": [BASELINE_ARM, *samples[:-1]],
         }
         tasks = {task.task_id: task for task, _ in items}
@@ -311,7 +311,7 @@ class Samples:
                 row = summary(picks, baseline, "", "")
                 rows[name] = {key: row[key] for key in ("passed", "helped", "hurt")}
             table[pool] = {"arms": arms, "policies": rows}
-        return {"sampled_arm": name, "pools": table}
+        return {"sampled_arm": self.sampled.name, "pools": table}
 
 
 def summary(picks: dict[str, dict], baseline: dict[str, bool], description: str, inputs: str) -> dict:

@@ -55,5 +55,7 @@ def test_the_parity_pools_hold_the_samples_and_the_arms_they_name(tmp_path: Path
     for name, row in result["policies"].items():  # the whole pool is the main table's
         if name not in ("norag", "oracle"):
             assert pools["all arms"]["policies"][name]["passed"] == row["passed"]
-    assert "## Compute parity on humaneval" in (tmp_path / "policies.md").read_text()
+    assert result["compute_parity"]["sampled_arm"] == "norag@4"
+    report = (tmp_path / "policies.md").read_text()
+    assert "## Compute parity on humaneval" in report and "\n- norag@4: its arm's prompts sampled" in report
     assert "cascade+codet" in pools["norag@4 samples"]["policies"]  # with the committed written tests
