@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rerank.reranker import Evidence, choose, cosine_similarities, parses
 
@@ -39,3 +40,13 @@ def test_parses_and_cosine() -> None:
     assert parses("def f():\n    return 1\n") and not parses("def f(:\n") and not parses("x = '\0'\x00")
     sims = cosine_similarities(np.array([1.0, 0.0]), np.array([[2.0, 0.0], [0.0, 3.0], [1.0, 1.0]]))
     assert np.allclose(sims, [1.0, 0.0, np.sqrt(0.5)])
+
+
+@pytest.mark.parametrize("rows", range(1, 20))
+def test_equal_candidates_get_equal_cosines_wherever_they_stand(rows: int) -> None:
+    generator = np.random.default_rng(rows)
+    query, row = generator.standard_normal((2, 384), dtype=np.float32)
+    others = generator.standard_normal((rows, 384), dtype=np.float32)
+    others[::2] = row  # every other row equal, the last one among them when rows is odd
+    sims = cosine_similarities(query, others)
+    assert len(set(sims[::2].tolist())) == 1
