@@ -42,7 +42,7 @@ def test_parses_and_cosine() -> None:
     assert np.allclose(sims, [1.0, 0.0, np.sqrt(0.5)])
 
 
-@pytest.mark.parametrize("rows", range(1, 20))
+@pytest.mark.parametrize("rows", range(3, 20))  # at least two equal rows
 def test_equal_candidates_get_equal_cosines_wherever_they_stand(rows: int) -> None:
     generator = np.random.default_rng(rows)
     query, row = generator.standard_normal((2, 384), dtype=np.float32)
