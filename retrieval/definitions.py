@@ -22,10 +22,11 @@ from __future__ import annotations
 import ast
 import builtins
 import json
+import keyword
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from hashlib import sha256
 from pathlib import Path
@@ -225,7 +226,7 @@ def _python_code(path: str, text: str, line: int) -> CodeAtHand:
     for bound, module, attr, _ in found.imports:
         code.imports.setdefault(bound, []).append((module, attr))
     if tree is None:
-        code.uses = [_Use(m.group(), n) for n, row in enumerate(text.splitlines(), 1) for m in _DOTTED.finditer(row)]
+        code.uses = list(_dotted_words(text))
         code.near = (max(1, line - NEAR_LINES), line + NEAR_LINES)
         return code
     code.defined = _module_names(tree)
@@ -235,7 +236,17 @@ def _python_code(path: str, text: str, line: int) -> CodeAtHand:
     return code
 
 
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_STRINGS_AND_COMMENTS = re.compile(r"'''[\s\S]*?'''" + r'|"""[\s\S]*?"""' + r"""|'[^'\n]*'|"[^"\n]*"|#[^\n]*""")
+
+
+def _dotted_words(text: str) -> Iterator[_Use]:
+    """For code `ast` cannot read: the dotted words outside strings and comments, keywords left out."""
+    blanked = _STRINGS_AND_COMMENTS.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    for number, row in enumerate(blanked.splitlines(), start=1):
+        for match in _DOTTED.finditer(row):
+            if not keyword.iskeyword(match.group().partition(".")[0]):
+                yield _Use(match.group(), number)
 
 
 def _lenient_parse(text: str, line: int) -> tuple[ast.Module | None, str]:
@@ -284,12 +295,21 @@ def _scope_at(tree: ast.Module, line: int) -> tuple[str, str, tuple[int, int], s
             members |= {
                 t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
             }
+            members |= {  # fields: self.x = ... in any method
+                n.attr
+                for n in ast.walk(node)
+                if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and _is_self(n.value)
+            }
             prefix = f"{own_class}."
         else:
             scope = prefix + node.name
             local |= _bound_in(node)
             prefix = f"{scope}.<locals>."
         body = node.body
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")
 
 
 def _holds(node: ast.stmt, line: int) -> bool:
@@ -449,6 +469,26 @@ def _module_constant(index: CodeIndex, module: str, name: str, hops: int) -> tup
                     if found := _module_constant(index, target, attr, hops - 1):
                         return found
     return None
+
+
+def _with_stored_imports(index: CodeIndex, code: CodeAtHand) -> None:
+    """Code that is part of an indexed file (an excerpt that does not show all of it) also binds what the
+    indexed file imports and defines at its top level; its own imports come first."""
+    stored = index.files.get(code.path)
+    if stored is None or stored.lang != code.lang:
+        return
+    refs = json.loads(stored.refs)
+    mine = json.loads(code.record.refs)
+    known = {tuple(i[:3]) for i in mine["imports"]}
+    extra = [i for i in refs["imports"] if tuple(i[:3]) not in known]
+    for bound, module, attr, _ in extra:
+        code.imports.setdefault(bound, []).append((module, attr))
+    mine["imports"] += extra
+    mine["bases"] += [b for b in refs["bases"] if b not in mine["bases"]]
+    code.record = replace(code.record, refs=json.dumps(mine))
+    tables = index.linker
+    code.defined |= {n for (source, n) in [*tables.functions, *tables.classes] if source == code.path and "." not in n}
+    code.defined |= set(index.stubs.get(code.path, {}).get("constants", {}))
 
 
 def _weight(code: CodeAtHand, use: _Use) -> float:
@@ -647,6 +687,7 @@ def definitions_context(
     count = count_tokens or estimate_tokens
     code = read_code(path, text, line)
     index = code_index(store)
+    _with_stored_imports(index, code)
     found, external = _collect(index, code, names)
     found = {k: f for k, f in found.items() if _source(f) not in exclude_sources}
     used = sorted({u for f in found.values() for u in f.uses if not u.startswith("base ")})

@@ -171,3 +171,11 @@ def test_pkg_context_prints_text_json_and_a_prompt(tmp_path: Path, env: dict[str
     for wrong, message in ((f"{_at('pricing.py')}:0", "lines count from 1"), ("nowhere.py:3", "no file")):
         failed = run_cli("context", wrong, "--db", db, env_extra=env)
         assert failed.returncode != 0 and message in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
+
+
+def test_an_excerpt_of_an_indexed_file_binds_the_files_imports(kb: KnowledgeBase) -> None:
+    """Code cut from an indexed file (its imports not shown, its start indented) still resolves."""
+    excerpt = "    # ...\n    def pay(cart):\n        return u.round_money(cart.total() * (1 + TAX_RATE))\n"
+    found = kb.context_at(_at("pricing.py"), 3, excerpt)
+    assert {d.name for d in found.definitions} == {"round_money", "TAX_RATE"}
+    assert kb.context_at(_at("pricing.py"), 2, "def twice(v):\n    return double(v)\n").gated  # double: the file's
