@@ -457,21 +457,33 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
 @pytest.mark.cli
 def test_file_outline_without_root_takes_the_sources_search_returns(built: Built) -> None:
     """With no --root (the allowed root is the working directory, here the database folder), file_outline
-    answers for the absolute paths `search` returns; other files outside the root stay refused."""
+    answers for the absolute paths `search` returns, over HTTP and over stdio; other files outside the root
+    stay refused, and `index` keeps to the root."""
 
-    async def scenario(server: HttpServer) -> None:
+    async def scenario(client: Client) -> None:
+        [hit] = (await _ok(client, "search", {"text": "area of a circle from its radius", "k": 1}))["results"]
+        outline = await _ok(client, "file_outline", {"path": hit["path"]})
+        assert outline["path"] == hit["path"] == str((built.root / "corpus" / "pkgdemo" / "shapes.py").resolve())
+        assert ("CLASS", "Circle") in [(row["label"], row["name"]) for row in outline["outline"]]
+        elsewhere = str(built.root / "corpus" / "nothing.py")
+        await _refused(client, "file_outline", {"path": elsewhere}, "outside the allowed roots")
+        await _refused(client, "index", {"paths": [hit["path"]]}, "outside the allowed roots")
+
+    async def over_http(server: HttpServer) -> None:
         async with _client(server) as client:
-            [hit] = (await _ok(client, "search", {"text": "area of a circle from its radius", "k": 1}))["results"]
-            outline = await _ok(client, "file_outline", {"path": hit["path"]})
-            assert outline["path"] == hit["path"] == str((built.root / "corpus" / "pkgdemo" / "shapes.py").resolve())
-            assert ("CLASS", "Circle") in [(row["label"], row["name"]) for row in outline["outline"]]
-            await _refused(
-                client, "file_outline", {"path": str(built.root / "corpus" / "nothing.py")}, "outside the allowed roots"
-            )
-            await _refused(client, "index", {"paths": [hit["path"]]}, "outside the allowed roots")
+            await scenario(client)
+
+    async def over_stdio() -> None:
+        env = {**os.environ, **built.env}  # with PYTHONPATH: the working directory no longer finds this checkout
+        params = StdioServerParameters(
+            command=sys.executable, args=_serve_args(built, root=False), env=env, cwd=built.db
+        )
+        async with Client(params) as client:
+            await scenario(client)
 
     with serving_http(built, "t0ken", root=False) as server:
-        asyncio.run(scenario(server))
+        asyncio.run(over_http(server))
+    asyncio.run(over_stdio())
 
 
 @pytest.mark.cli
