@@ -31,8 +31,17 @@ import anyio
 import numpy as np
 import watchfiles
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import (
+    INVALID_REQUEST,
+    CallToolResult,
+    ErrorData,
+    InputRequiredResult,
+    JSONRPCError,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ingest.parse import BuildReport
@@ -44,7 +53,8 @@ from pkg.progress import Progress
 from pkg.schema import BlockNode
 from retrieval.definitions import DEFAULT_BUDGET, Gate, Reach
 from retrieval.expand import Expand
-from retrieval.search import MODES, Mode, Options, Result
+from retrieval.lexical import UNITS
+from retrieval.search import MODES, Mode, Neighbour, Options, Result
 from retrieval.tokenize import estimate_tokens
 
 #: Where the Streamable HTTP transport answers.
@@ -84,28 +94,58 @@ def is_loopback(host: str) -> bool:
 
 
 class BearerTokenGuard:
-    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` gets a bare 401."""
+    """ASGI middleware: an HTTP request without `Authorization: Bearer <token>` (the scheme in any case,
+    RFC 7235) is refused with a JSON body that says what is wrong and a `WWW-Authenticate: Bearer`
+    challenge carrying an RFC 6750 error code where one applies."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [(b"www-authenticate", b"Bearer"), (b"content-length", b"0")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b""})
+        refusal = self._refusal(scope) if scope["type"] == "http" else None
+        if refusal is not None:
+            await _refuse(send, refusal)
             return
         await self.app(scope, receive, send)
 
-    def _authorized(self, scope: Scope) -> bool:
+    def _refusal(self, scope: Scope) -> Refusal | None:
         given = [value for key, value in scope["headers"] if key == b"authorization"]
-        return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
+        if len(given) > 1:
+            return Refusal(400, "invalid_request", f"send one Authorization header, not {len(given)}")
+        scheme, _, credentials = (given[0] if given else b"").strip().partition(b" ")
+        if scheme.lower() != b"bearer" or not credentials.strip():
+            return Refusal(401, None, "this server needs the header Authorization: Bearer <token>")
+        if not hmac.compare_digest(credentials.strip(), self._expected):
+            return Refusal(401, "invalid_token", "the bearer token is wrong")
+        return None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request is refused: its HTTP status, its RFC 6750 error code (none when no bearer token was
+    offered at all, as section 3.1 asks) and a sentence for the person reading it."""
+
+    status: int
+    code: str | None
+    description: str
+
+
+async def _refuse(send: Send, refusal: Refusal) -> None:
+    """Answer with the refusal as a JSON-RPC error, the body the SDK's transport gives its own HTTP
+    errors (its client raises it as an MCPError; the Inspector prints it)."""
+    error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=refusal.description))
+    body = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    challenge = 'Bearer realm="pkg"'
+    if refusal.code is not None:
+        challenge += f', error="{refusal.code}", error_description="{refusal.description}"'
+    headers = [
+        (b"www-authenticate", challenge.encode()),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 @dataclass(frozen=True)
@@ -337,6 +377,12 @@ class Workspace:
         if self._embedder is not None:
             self._embedder.close()
 
+    def readable(self, path: str) -> str:
+        """A file a tool may read: one the database was built from, or one under the allowed roots."""
+        if path in self.kb.store.sources():
+            return path
+        return str(self.allowed([path])[0])
+
     def allowed(self, paths: Sequence[str]) -> list[Path]:
         """The paths resolved (relative ones against the first root), each checked to exist under a root."""
         if not paths:
@@ -392,21 +438,29 @@ def _fit(results: Sequence[Result], max_tokens: int | None) -> tuple[list[tuple[
     return list(zip(results, kept, strict=False)), truncated
 
 
+def _one_of(description: str, choices: Iterable[str]) -> Any:
+    """The Field of a string argument that takes one of the choices, listed as the schema's enum."""
+    return Field(description=description, json_schema_extra={"enum": list(choices)})
+
+
 Text = Annotated[str, Field(description="A task description in natural language, or code.")]
-ModeName = Annotated[
-    str,
-    Field(
-        description="Retrieval mode: " + "; ".join(f"{n}: {s.help}" for n, s in MODES.items()),
-        json_schema_extra={"enum": list(MODES)},
-    ),
-]
+ModeName = Annotated[str, _one_of("Retrieval mode: " + "; ".join(f"{n}: {s.help}" for n, s in MODES.items()), MODES)]
 K = Annotated[int, Field(description="Number of results, at least 1.", json_schema_extra={"minimum": 1})]
 ExpandName = Annotated[
     str,
-    Field(
-        description="Code hits: add, as a comment under each, the signatures and docstrings (not bodies) of the "
-        "functions it calls (callees) or that call it (callers).",
-        json_schema_extra={"enum": [e.value for e in Expand]},
+    _one_of(
+        "Code hits: add, as a comment under each, the signatures and docstrings (not bodies) of the functions it "
+        "calls (callees) or that call it (callers).",
+        (e.value for e in Expand),
+    ),
+]
+HybridUnit = Annotated[str, _one_of("hybrid: what it retrieves and fuses.", UNITS)]
+NeighbourName = Annotated[
+    str,
+    _one_of(
+        "Chunk hits (chunk, bm25-chunk, hybrid over chunk): add the next chunk (for a prefix query) or the "
+        "previous one (for a suffix query).",
+        (n.value for n in Neighbour),
     ),
 ]
 Budget = Annotated[
@@ -444,15 +498,18 @@ class Tools:
         prune: bool = True,
         max_tokens: Budget = None,
         expand: ExpandName = Expand.NONE.value,
+        hybrid_unit: HybridUnit = Options.hybrid_unit,
+        neighbour: NeighbourName = Neighbour.NONE.value,
     ) -> CallToolResult:
         """Search the Programming Knowledge Graph for code similar to a task or snippet. Returns the k best
         functions, blocks, corpus items, chunks or JSON leaves (by mode), best first, each with its file,
         lines, similarity score and code; with prune, irrelevant branches of retrieved functions are removed."""
-        return await self._call(self._search, text, mode, k, prune, max_tokens, expand)
+        options = Options(with_pruning=prune, expand=expand, hybrid_unit=hybrid_unit, neighbour=neighbour)
+        return await self._call(self._search, text, mode, k, max_tokens, options)
 
-    def _search(self, text: str, mode: str, k: int, prune: bool, max_tokens: int | None, expand: str) -> CallToolResult:
+    def _search(self, text: str, mode: str, k: int, max_tokens: int | None, options: Options) -> CallToolResult:
         _check_budget(max_tokens)
-        answer = self.ws.kb.query(text, mode, k, Options(with_pruning=prune, expand=expand))
+        answer = self.ws.kb.query(text, mode, k, options)
         fitted, truncated = _fit(answer.results, max_tokens)
         rows = [_result_row(r, t) for r, t in fitted]
         shown = "\n\n".join(
@@ -574,7 +631,7 @@ class Tools:
     ) -> CallToolResult:
         if not path.strip():
             raise ConfigError("give the path of the file being written")
-        chosen = str(self.ws.allowed([path.strip()])[0]) if code is None else path.strip()
+        chosen = self.ws.readable(path.strip()) if code is None else path.strip()
         found = self.ws.kb.context_at(chosen, line, code, budget=budget, names=names, gate=gate)
         shown = found.text or f"no context: {found.gated or 'nothing the code uses from elsewhere fits the budget'}"
         return _result(found.json(), shown)
@@ -630,8 +687,8 @@ class Tools:
         path: Annotated[
             str,
             Field(
-                description="A code file under the allowed roots (relative paths are taken from the first root), "
-                "as `search` and `get_function` report it."
+                description="A code file the knowledge graph was built from, as `search` and `get_function` report "
+                "it, or one under the allowed roots (relative paths are taken from the first root)."
             ),
         ],
     ) -> CallToolResult:
@@ -643,8 +700,8 @@ class Tools:
     def _file_outline(self, path: str) -> CallToolResult:
         if not path.strip():
             raise ConfigError("give a file path")
-        [chosen] = self.ws.allowed([path.strip()])
-        rows = outline_json(self.ws.kb.file_outline(str(chosen)))
+        chosen = self.ws.readable(path.strip())
+        rows = outline_json(self.ws.kb.file_outline(chosen))
         if not rows:
             raise ConfigError(f"no code file {path!r} in the knowledge graph")
         shown = "\n".join(
@@ -652,7 +709,7 @@ class Tools:
             + (f"  {row['start_line']}-{row['end_line']}" if row["start_line"] is not None else "")
             for row in rows
         )
-        return _result({"path": str(chosen), "outline": rows}, shown)
+        return _result({"path": chosen, "outline": rows}, shown)
 
     async def stats(self) -> CallToolResult:
         """What the knowledge graph holds: node counts per label, relationship counts per type, the embedder,
@@ -756,9 +813,81 @@ TOOLS: tuple[tuple[str, str, bool], ...] = (
 )
 
 
-def build_server(workspace: Workspace) -> MCPServer:
+class CheckedServer(MCPServer[Any]):
+    """An MCPServer that checks a call's arguments against its tool's signature before running it, and
+    answers a mistake with one sentence (the SDK's own check answers with pydantic's report and a link
+    to its docs, and ignores arguments the tool does not take). Every tool is checked, however added."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        tool = self._tool_manager.get_tool(name)  # the SDK's lookup: MCPServer has no public one (SDK 2.3.0)
+        try:
+            if tool is not None:
+                check_arguments(tool, arguments)
+        except ConfigError as exc:
+            return _error(str(exc))
+        return await super().call_tool(name, arguments, context)
+
+
+def check_arguments(tool: Tool, arguments: dict[str, Any]) -> None:
+    """Raise ConfigError, in one sentence, when the arguments do not fit the tool's signature: names it
+    does not take, a required one missing, a value of the wrong type."""
+    properties: dict[str, Any] = tool.parameters.get("properties", {})
+    unknown = [name for name in arguments if name not in properties]
+    if unknown:
+        named = f"argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+        raise ConfigError(f"{tool.name} has no {named}; it takes {', '.join(properties) or 'no arguments'}")
+    try:
+        tool.fn_metadata.validate_arguments(arguments)
+    except ValidationError as exc:
+        wrong: dict[str, str] = {}
+        for error in exc.errors():
+            name = str(error["loc"][0]) if error["loc"] else tool.name
+            takes = _takes(properties.get(name, {}))
+            if error["type"] == "missing":
+                wrong.setdefault(name, f"{name} is required: {takes}")
+            else:
+                wrong.setdefault(name, f"{name} takes {takes}, not {_shown(arguments.get(name))}")
+        raise ConfigError("; ".join(wrong.values())) from exc
+
+
+#: JSON schema types in words: one, and many.
+_JSON_TYPES = {
+    "string": ("a string", "strings"),
+    "integer": ("an integer", "integers"),
+    "number": ("a number", "numbers"),
+    "boolean": ("true or false", "booleans"),
+    "array": ("a list", "lists"),
+    "object": ("an object", "objects"),
+}
+
+
+def _takes(schema: dict[str, Any]) -> str:
+    """What a tool argument's JSON schema accepts, in words: `an integer of at least 1`, `one of a, b`."""
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    options = schema.get("anyOf", [schema])
+    kinds = [_kind(option) for option in options if option.get("type") != "null"]
+    words = " or ".join(kinds) + (f" of at least {schema['minimum']}" if "minimum" in schema else "")
+    return words + (" (or null)" if len(kinds) < len(options) else "")
+
+
+def _kind(schema: dict[str, Any]) -> str:
+    one, _ = _JSON_TYPES.get(schema.get("type", ""), ("a value", "values"))
+    items = schema.get("items", {}).get("type")
+    return f"a list of {_JSON_TYPES[items][1]}" if items in _JSON_TYPES else one
+
+
+def _shown(value: Any) -> str:
+    """A value given to a tool, as JSON, cut short."""
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def build_server(workspace: Workspace) -> MCPServer[Any]:
     """The MCP server with every tool bound to the workspace."""
-    server: MCPServer = MCPServer(
+    server = CheckedServer(
         "pkg",
         instructions="PKG, a Programming Knowledge Graph: search code and docs, look up functions, their callers "
         "and callees and a file's outline, get prompt-ready context for a coding task, and the definitions that the "

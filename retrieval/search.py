@@ -64,7 +64,7 @@ class Options:
     """Settings of the modes that have any."""
 
     with_pruning: bool = True
-    neighbour: Neighbour = Neighbour.NONE
+    neighbour: str = Neighbour.NONE  # chunk hits: which adjacent chunk to add (a Neighbour)
     hybrid_unit: str = "chunk"
     sparse_weight: float = SPARSE_WEIGHT
     dense_weight: float = DENSE_WEIGHT

@@ -90,11 +90,11 @@ def test_bm25_chunk_ranks_chunks_by_the_chunk_index_without_an_embedder(built: B
         "bm25-chunk",
         1,
         built.db_dir,
-        Options(neighbour="next"),  # type: ignore[arg-type]
+        Options(neighbour="next"),
     ).results[0]
     assert as_text == nexted  # a plain string names the same neighbour as the member
     with pytest.raises(ConfigError, match="unknown neighbour"):
-        retrieve(built.store, None, "heap", "bm25-chunk", 1, built.db_dir, Options(neighbour="after"))  # type: ignore[arg-type]
+        retrieve(built.store, None, "heap", "bm25-chunk", 1, built.db_dir, Options(neighbour="after"))
 
 
 def test_callees_of_a_python_hit_are_its_callees_signatures(built: Built) -> None:

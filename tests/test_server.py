@@ -28,7 +28,8 @@ from pkg.errors import ConfigError
 from pkg.server import BearerTokenGuard, StageProgress, is_loopback, parse_bind
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
-from retrieval.search import MODES
+from retrieval.lexical import UNITS
+from retrieval.search import MODES, Neighbour
 from tests.conftest import FIXTURES, cli_build, run_cli
 from tests.helpers import build
 from tests.neo4j_server import free_port
@@ -42,6 +43,10 @@ NEW_FUNCTION = "def celsius_to_fahrenheit(celsius):\n    return celsius * 9 / 5 
 GREETINGS = (
     'def greet(name):\n    return "Hello, " + name + "!"\n\n\n'
     'def greet_everyone(names):\n    return "\\n".join(greet(name) for name in names)\n'
+)
+#: A file of more than one chunk (cAST chunks hold 2,000 non-blank bytes) and no function or block.
+FACTORS = '"""Conversion factors between units of length."""\n\n' + "".join(
+    f"FACTOR_{i} = {i} * 0.3048  # feet to metres, times {i}\n" for i in range(1, 80)
 )
 
 
@@ -83,12 +88,14 @@ def _nodes(db: Path) -> dict[str, int]:
     return dict(json.loads(done.stdout)["nodes"])
 
 
-def _build(folder: Path, env: dict[str, str]) -> Built:
-    """A copy of the fixture corpus and greetings.py under folder/root, built by the real `pkg build` into
-    folder/db."""
+def _build(folder: Path, env: dict[str, str], long_file: bool = False) -> Built:
+    """A copy of the fixture corpus and greetings.py (and, with long_file, factors.py) under folder/root,
+    built by the real `pkg build` into folder/db."""
     root, db = folder / "root", folder / "db"
     shutil.copytree(FIXTURES / "corpus", root / "corpus", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "corpus" / "greetings.py").write_text(GREETINGS)
+    if long_file:
+        (root / "corpus" / "factors.py").write_text(FACTORS)
     cli_build(db, env, str(root / "corpus"))
     built = Built(root, db, env, _nodes(db))
     assert (built.nodes["NAME"], built.nodes["BLOCK"]) == (9, 10)  # tests/test_cli.py checks the fixture's
@@ -97,11 +104,11 @@ def _build(folder: Path, env: dict[str, str]) -> Built:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Built:
-    return _build(tmp_path_factory.mktemp("served"), env)
+    return _build(tmp_path_factory.mktemp("served"), env, long_file=True)
 
 
-def _serve_args(built: Built, *extra: str) -> list[str]:
-    return ["-m", "pkg", "serve", "--db", str(built.db), "--root", str(built.root), *extra]
+def _serve_args(built: Built, *extra: str, root: bool = True) -> list[str]:
+    return ["-m", "pkg", "serve", "--db", str(built.db), *(["--root", str(built.root)] if root else []), *extra]
 
 
 def _text(result: CallToolResult) -> str:
@@ -122,6 +129,12 @@ async def _refused(client: Client, tool: str, arguments: dict[str, Any], expecte
     assert expected in message and "\n" not in message and "Traceback" not in message, message
 
 
+async def _answers(client: Client, tool: str, arguments: dict[str, Any], expected: str) -> None:
+    """The call is refused with exactly the expected sentence."""
+    result = await client.call_tool(tool, arguments)
+    assert (result.is_error, _text(result)) == (True, expected), arguments
+
+
 async def _every_tool(client: Client, built: Built) -> None:
     """Lists the tools and calls each one, checking its answer against the fixture corpus."""
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -131,6 +144,8 @@ async def _every_tool(client: Client, built: Built) -> None:
     assert search_schema["properties"]["mode"]["enum"] == list(MODES)
     assert search_schema["properties"]["k"]["minimum"] == 1
     assert search_schema["required"] == ["text"]
+    assert search_schema["properties"]["hybrid_unit"]["enum"] == list(UNITS)
+    assert search_schema["properties"]["neighbour"]["enum"] == [n.value for n in Neighbour]
     assert tools["index"].input_schema["required"] == ["paths"]
     assert tools["callers"].input_schema["required"] == ["name"]
     assert tools["callees"].input_schema["properties"]["limit"]["minimum"] == 1
@@ -142,6 +157,7 @@ async def _every_tool(client: Client, built: Built) -> None:
     assert lexical["results"][0]["name"] == "fibonacci"
     budget = await _ok(client, "search", {"text": "read the lines of a file", "k": 3, "max_tokens": 12})
     assert budget["truncated"] and len(budget["results"]) == 1
+    await _hybrid_units(client)
 
     function = (await _ok(client, "get_function", {"name": "read_lines", "path": "pkgdemo/shapes.py"}))["functions"]
     assert [f["name"] for f in function] == ["read_lines"]
@@ -197,6 +213,24 @@ async def _definitions(client: Client, built: Built) -> None:
     await _refused(client, "context_at", {"path": "../outside.py"}, "outside the allowed roots")
 
 
+async def _hybrid_units(client: Client) -> None:
+    """hybrid_unit reaches the search as `pkg query --hybrid-unit` passes it."""
+    for unit, kind in (("func", "IMPL"), ("rows", "ROW"), ("chunk", "CHUNK")):
+        found = await _ok(client, "search", {"text": "fibonacci", "mode": "hybrid", "hybrid_unit": unit, "k": 1})
+        assert found["results"][0]["kind"] == kind, unit
+
+
+async def _neighbours(client: Client) -> None:
+    """neighbour reaches the search as `pkg query --neighbour` passes it: the first chunk of factors.py
+    comes with the one after it."""
+    ask = {"text": "conversion factors between units of length", "mode": "bm25-chunk", "k": 1}
+    [plain] = (await _ok(client, "search", ask))["results"]
+    assert plain["path"].endswith("factors.py") and plain["lines"][0] == 1
+    [both] = (await _ok(client, "search", ask | {"neighbour": "next"}))["results"]
+    assert (both["id"], both["lines"][0]) == (plain["id"], plain["lines"][0]) and both["lines"][1] > plain["lines"][1]
+    assert both["text"].startswith(plain["text"]) and len(both["text"]) > len(plain["text"])
+
+
 async def _call_graph(client: Client, built: Built) -> None:
     """callers, callees and file_outline answer what `pkg graph ... --format json` prints."""
     greetings = str((built.root / "corpus" / "greetings.py").resolve())
@@ -245,8 +279,53 @@ async def _bad_input_then_serving(client: Client, built: Built) -> None:
     await _refused(client, "file_outline", {"path": ""}, "give a file path")
     await _refused(client, "file_outline", {"path": "../../etc/passwd"}, "outside the allowed roots")
     await _refused(client, "file_outline", {"path": "corpus/alpaca.jsonl"}, "no code file 'corpus/alpaca.jsonl'")
+    await _arguments_checked(client)
     still = await _ok(client, "search", {"text": "fibonacci numbers", "k": 1})
     assert still["results"][0]["name"] == "fibonacci"
+
+
+async def _arguments_checked(client: Client) -> None:
+    """Arguments of the wrong type, missing or unknown get one sentence naming them, for every tool."""
+    await _answers(client, "search", {"text": "sort", "k": "three"}, 'k takes an integer of at least 1, not "three"')
+    await _answers(client, "search", {"text": "sort", "k": 2.5}, "k takes an integer of at least 1, not 2.5")
+    await _answers(client, "search", {"text": 123}, "text takes a string, not 123")
+    await _answers(client, "search", {"k": 2}, "text is required: a string")
+    await _answers(client, "stats", {"k": 2}, "stats has no argument k; it takes no arguments")
+    await _answers(
+        client,
+        "search",
+        {"text": "sort", "max_tokens": "x"},
+        'max_tokens takes an integer of at least 1 (or null), not "x"',
+    )
+    await _answers(client, "search", {"text": "sort", "prune": [1]}, "prune takes true or false, not [1]")
+    await _answers(client, "index", {"paths": "corpus"}, 'paths takes a list of strings, not "corpus"')
+    await _answers(
+        client,
+        "get_context",
+        {"task": 1, "k": "x"},
+        'task takes a string, not 1; k takes an integer of at least 1, not "x"',
+    )
+    await _answers(
+        client,
+        "search",
+        {"text": "sort", "hybrid_unit": "file"},
+        "unknown hybrid unit 'file'; use one of: rows, func, chunk",
+    )
+    await _answers(
+        client,
+        "search",
+        {"text": "sort", "neighbour": "after"},
+        "unknown neighbour 'after'; use one of: none, next, previous",
+    )
+    for tool in (await client.list_tools()).tools:
+        takes = ", ".join(tool.input_schema.get("properties", {})) or "no arguments"
+        await _answers(client, tool.name, {"bogus": 1}, f"{tool.name} has no argument bogus; it takes {takes}")
+        await _answers(
+            client, tool.name, {"bogus": 1, "k2": 2}, f"{tool.name} has no arguments bogus, k2; it takes {takes}"
+        )
+        for name in tool.input_schema.get("required", [])[:1]:
+            result = await client.call_tool(tool.name, {})
+            assert result.is_error and _text(result).startswith(f"{name} is required: "), _text(result)
 
 
 async def _index_picks_up_a_new_file(client: Client, built: Built) -> None:
@@ -306,14 +385,16 @@ def _wait_for_http(process: subprocess.Popen[str], host: str, port: int) -> None
 
 
 @contextmanager
-def serving_http(own: Built, token: str, token_in_env: bool = False) -> Iterator[HttpServer]:
+def serving_http(own: Built, token: str, token_in_env: bool = False, root: bool = True) -> Iterator[HttpServer]:
     """`pkg serve --http` on a free loopback port for the database of `own`, its token given by flag or
-    by PKG_SERVE_TOKEN; stopped on exit."""
+    by PKG_SERVE_TOKEN, with --root own.root or (root=False) no --root and another working directory;
+    stopped on exit."""
     port = free_port()
     args = ["--http", f"127.0.0.1:{port}", *([] if token_in_env else ["--token", token])]
     process = subprocess.Popen(
-        [sys.executable, *_serve_args(own, *args)],
+        [sys.executable, *_serve_args(own, *args, root=root)],
         env={**os.environ, **own.env, **({"PKG_SERVE_TOKEN": token} if token_in_env else {})},
+        cwd=own.root if root else own.db,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -333,8 +414,8 @@ def http_server(built: Built) -> Iterator[HttpServer]:
         yield server
 
 
-def _client(server: HttpServer, token: str | None = None) -> Client:
-    headers = {"Authorization": f"Bearer {token or server.token}"}
+def _client(server: HttpServer, token: str | None = None, scheme: str = "Bearer") -> Client:
+    headers = {"Authorization": f"{scheme} {token or server.token}"}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
     return Client(streamable_http_client(server.url, http_client=http))
 
@@ -344,40 +425,99 @@ def test_http_serves_every_tool_and_answers_bad_input(http_server: HttpServer) -
     async def scenario() -> None:
         async with _client(http_server) as client:
             await _every_tool(client, http_server.built)
+            await _neighbours(client)
             await _bad_input_then_serving(client, http_server.built)
 
     asyncio.run(scenario())
 
 
+NEEDS_TOKEN = "this server needs the header Authorization: Bearer <token>"
+WRONG_TOKEN = "the bearer token is wrong"
+
+
 @pytest.mark.cli
-def test_http_refuses_a_missing_or_wrong_token_with_401(http_server: HttpServer) -> None:
+def test_http_refuses_a_missing_or_wrong_token_saying_why(http_server: HttpServer) -> None:
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}},
     }
-    accept = {"Accept": "application/json, text/event-stream"}
-    for headers in (
-        {},
-        {"Authorization": "Bearer wrong"},
-        {"Authorization": http_server.token},
-        {"Authorization": f"Basic {http_server.token}"},
-    ):
-        answer = httpx2.post(http_server.url, json=initialize, headers=accept | headers, timeout=30)
-        assert (answer.status_code, answer.content) == (401, b""), headers
-    good = httpx2.post(
-        http_server.url, json=initialize, timeout=30, headers=accept | {"Authorization": f"Bearer {http_server.token}"}
+    accept = [("Accept", "application/json, text/event-stream")]
+    token = http_server.token
+    bare, invalid = (
+        'Bearer realm="pkg"',
+        f'Bearer realm="pkg", error="invalid_token", error_description="{WRONG_TOKEN}"',
     )
-    assert good.status_code == 200, good.text
+    for headers, status, challenge, message in (
+        ([], 401, bare, NEEDS_TOKEN),
+        ([("Authorization", token)], 401, bare, NEEDS_TOKEN),
+        ([("Authorization", f"Basic {token}")], 401, bare, NEEDS_TOKEN),
+        ([("Authorization", "Bearer")], 401, bare, NEEDS_TOKEN),
+        ([("Authorization", "Bearer wrong")], 401, invalid, WRONG_TOKEN),
+        ([("Authorization", f"Bearer {token}x")], 401, invalid, WRONG_TOKEN),
+        (
+            [("Authorization", f"Bearer {token}"), ("Authorization", "Bearer wrong")],
+            400,
+            'Bearer realm="pkg", error="invalid_request", error_description="send one Authorization header, not 2"',
+            "send one Authorization header, not 2",
+        ),
+    ):
+        answer = httpx2.post(http_server.url, json=initialize, headers=accept + headers, timeout=30)
+        assert (answer.status_code, answer.headers["www-authenticate"]) == (status, challenge), headers
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.json() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    for scheme in ("Bearer", "bearer", "BEARER"):  # the scheme is case-insensitive (RFC 7235)
+        good = httpx2.post(
+            http_server.url, json=initialize, timeout=30, headers=accept + [("Authorization", f"{scheme} {token}")]
+        )
+        assert good.status_code == 200, good.text
 
-    async def with_sdk_client() -> None:
-        async with _client(http_server, token="wrong") as client:
-            await client.list_tools()
+    async def with_sdk_client(token: str | None, scheme: str) -> int:
+        async with _client(http_server, token=token, scheme=scheme) as client:
+            return len((await client.list_tools()).tools)
 
-    with pytest.raises(BaseExceptionGroup) as refused:  # the SDK client cannot even initialize
-        asyncio.run(with_sdk_client())
-    assert refused.value.subgroup(lambda exc: isinstance(exc, MCPError)) is not None
+    assert asyncio.run(with_sdk_client(None, "bearer")) == len(TOOLS)
+    with pytest.raises(BaseExceptionGroup) as refused:  # the SDK client cannot even initialize, and says why
+        asyncio.run(with_sdk_client("wrong", "Bearer"))
+    errors = refused.value.subgroup(lambda exc: isinstance(exc, MCPError))
+    assert errors is not None and [str(e) for e in _leaves(errors)] == [WRONG_TOKEN]
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    return [leaf for e in group.exceptions for leaf in (_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])]
+
+
+@pytest.mark.cli
+def test_file_outline_without_root_takes_the_sources_search_returns(built: Built) -> None:
+    """With no --root (the allowed root is the working directory, here the database folder), file_outline
+    answers for the absolute paths `search` returns, over HTTP and over stdio; other files outside the root
+    stay refused, and `index` keeps to the root."""
+
+    async def scenario(client: Client) -> None:
+        [hit] = (await _ok(client, "search", {"text": "area of a circle from its radius", "k": 1}))["results"]
+        outline = await _ok(client, "file_outline", {"path": hit["path"]})
+        assert outline["path"] == hit["path"] == str((built.root / "corpus" / "pkgdemo" / "shapes.py").resolve())
+        assert ("CLASS", "Circle") in [(row["label"], row["name"]) for row in outline["outline"]]
+        elsewhere = str(built.root / "corpus" / "nothing.py")
+        await _refused(client, "file_outline", {"path": elsewhere}, "outside the allowed roots")
+        await _refused(client, "index", {"paths": [hit["path"]]}, "outside the allowed roots")
+
+    async def over_http(server: HttpServer) -> None:
+        async with _client(server) as client:
+            await scenario(client)
+
+    async def over_stdio() -> None:
+        env = {**os.environ, **built.env}  # with PYTHONPATH: the working directory no longer finds this checkout
+        params = StdioServerParameters(
+            command=sys.executable, args=_serve_args(built, root=False), env=env, cwd=built.db
+        )
+        async with Client(params) as client:
+            await scenario(client)
+
+    with serving_http(built, "t0ken", root=False) as server:
+        asyncio.run(over_http(server))
+    asyncio.run(over_stdio())
 
 
 @pytest.mark.cli
