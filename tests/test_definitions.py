@@ -179,3 +179,10 @@ def test_an_excerpt_of_an_indexed_file_binds_the_files_imports(kb: KnowledgeBase
     found = kb.context_at(_at("pricing.py"), 3, excerpt)
     assert {d.name for d in found.definitions} == {"round_money", "TAX_RATE"}
     assert kb.context_at(_at("pricing.py"), 2, "def twice(v):\n    return double(v)\n").gated  # double: the file's
+
+
+def test_other_languages_resolve_the_names_calls_resolve_to(kb: KnowledgeBase) -> None:
+    main = str((SHOP.parent / "web" / "main.ts").resolve())
+    [found] = kb.context_at(main, 4).definitions
+    assert (found.name, found.kind, found.path) == ("roundMoney", "function", str(SHOP.parent / "web" / "util.ts"))
+    assert found.stub == "function roundMoney(amount: number): number"
