@@ -194,6 +194,7 @@ class CodeAtHand:
     members: set[str] = field(default_factory=set)  # names the own class defines
     near: tuple[int, int] = (0, 0)  # the lines `near` covers
     imports: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
+    base_classes: list[ClassNode] | None = None  # what the own class's bases resolve to, once known
 
 
 def read_code(path: str, text: str | None, line: int | None) -> CodeAtHand:
@@ -422,26 +423,21 @@ def _through_bases(index: CodeIndex, code: CodeAtHand, member: str, skip_own: bo
     """A member of the own class found in its bases (the class as written in the code at hand)."""
     if not skip_own and member in code.members:
         return []
-    bases = [b for c, b in json.loads(code.record.refs)["bases"] if c == code.own_class]
-    for base in bases:
-        for cls in index.linker.resolve(code.record, "", base):
-            if not isinstance(cls, ClassNode):
-                continue
-            for owner in index.linker.mro(cls):
-                found = [m for m in index.linker.members(owner) if m.name.rpartition(".")[2] == member]
-                if found:
-                    return list(found)
+    for cls in _bases(index, code):
+        for owner in index.linker.mro(cls):
+            found = [m for m in index.linker.members(owner) if m.name.rpartition(".")[2] == member]
+            if found:
+                return list(found)
     return []
 
 
-def _base_classes(index: CodeIndex, code: CodeAtHand) -> list[ClassNode]:
-    bases = [b for c, b in json.loads(code.record.refs)["bases"] if c == code.own_class]
-    return [
-        c
-        for base in bases
-        for c in index.linker.resolve(code.record, "", base)
-        if isinstance(c, ClassNode) and c.source != code.path
-    ]
+def _bases(index: CodeIndex, code: CodeAtHand) -> list[ClassNode]:
+    """The classes the own class's bases (as the code at hand writes them) resolve to, once per call."""
+    if code.base_classes is None:
+        written = [b for c, b in json.loads(code.record.refs)["bases"] if c == code.own_class]
+        found = (index.linker.resolve(code.record, "", base) for base in written)
+        code.base_classes = [c for classes in found for c in classes if isinstance(c, ClassNode)]
+    return code.base_classes
 
 
 def _constant(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str, int, str] | None:
@@ -514,7 +510,7 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
             entry = found.setdefault(key, _Found(key, None, constant))
             entry.uses[use.dotted] = None
             entry.weight += _weight(code, use)
-    for base in _base_classes(index, code):
+    for base in (b for b in _bases(index, code) if b.source != code.path):
         entry = found.setdefault(base.id, _Found(base.id, base))
         entry.weight += 1.0  # as if used on the line: every `self.` of the class may reach it
         entry.uses[f"base {base.name}"] = None
