@@ -8,10 +8,12 @@ function whose span holds its line; calls outside every function are left out.
 
 ``refs`` holds ``{"imports": [[local, module, attr, line]], "calls": [[caller NAME id, line, callee]],
 "bases": [[class name, base]]}``: ``callee`` and ``base`` are dotted texts as written (``f``,
-``self.m``, ``z.f``, ``super().m``; ``C().m`` for a method of a local variable assigned only
-``C(...)``; ``?.m`` for a method of another receiver); Python imports
-are absolute (relative ones resolved against the file's module), ``attr`` is null for ``import x``
-and ``local`` is ``*`` for a star import.
+``self.m``, ``z.f``, ``x.m``, ``super().m``; ``C().m``, ``self.f().m`` for a method of what a call
+returns; ``x.__class__.m`` for ``type(x).m``; ``?.m`` for a method of another receiver); Python
+imports are absolute (relative ones resolved against the file's module), ``attr`` is null for
+``import x`` and ``local`` is ``*`` for a star import. Python files add the type facts of
+ingest.python_types: ``types``, ``fields``, ``returns``, ``properties`` and ``accesses``
+(``[[caller NAME id, line, receiver.attr, get|set]]``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from tree_sitter import Node as TsNode
 
+from ingest.python_types import TypeFacts, accesses, type_facts
 from pkg.code.languages import LANGUAGES, node_text
 from pkg.code.syntax_tree import parse_python, parser
 from pkg.graph import Label, content_id
@@ -40,6 +43,7 @@ class Structure:
     bases: list[tuple[str, str]] = field(default_factory=list)  # (class name, base as written)
     imports: list[tuple[str, str, str | None, int]] = field(default_factory=list)
     calls: list[tuple[int, str]] = field(default_factory=list)  # (line, callee as written)
+    facts: TypeFacts | None = None  # Python: what receivers may hold (ingest.python_types)
 
 
 def file_structure(
@@ -50,11 +54,13 @@ def file_structure(
     found = python_structure(source, text) if lang == "python" else tree_structure(lang, text)
     file_id = content_id(Label.FILE, source)
     calls = [[caller.id, line, callee] for line, callee in found.calls if (caller := innermost(names, line))]
-    refs = {
+    refs: dict[str, object] = {
         "imports": [list(i) for i in found.imports],
         "calls": calls,
         "bases": [list(b) for b in found.bases],
     }
+    if found.facts is not None:
+        refs |= _fact_refs(found.facts, names)
     records: list[NodeRecord | RelRecord] = [
         FileNode(
             id=file_id,
@@ -79,6 +85,22 @@ def file_structure(
         module_id = content_id(Label.MODULE, source, module)
         records += [ModuleNode(id=module_id, source=source, name=module), Imports(file_id, module_id)]
     return records
+
+
+def _fact_refs(facts: TypeFacts, names: Sequence[NameNode]) -> dict[str, object]:
+    """The type facts as refs keys; each function's accesses once per (text, kind), at the first line."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for line, text, kind in facts.accesses:
+        if (caller := innermost(names, line)) is not None:
+            key = (caller.id, text, kind)
+            seen[key] = min(line, seen.get(key, line))
+    return {
+        "types": facts.types,
+        "fields": facts.fields,
+        "returns": facts.returns,
+        "properties": facts.properties,
+        "accesses": [[caller, line, text, kind] for (caller, text, kind), line in seen.items()],
+    }
 
 
 def innermost(names: Sequence[NameNode], line: int) -> NameNode | None:
@@ -116,6 +138,8 @@ def python_structure(source: str, text: str) -> Structure:
     module = found.module or ""
     package = module if path.stem == "__init__" else module.rpartition(".")[0]
     _PythonReader(found, package).visit_scope(tree, "")
+    found.facts = type_facts(tree)
+    found.facts.accesses = list(accesses(tree))
     return found
 
 
@@ -125,8 +149,6 @@ class _PythonReader:
     def __init__(self, found: Structure, package: str) -> None:
         self.found = found
         self.package = package
-        self.instances: dict[str, str] = {}  # variable -> the callee whose result it holds
-        self.fields: dict[str, str] = {}  # attribute of self -> the callee whose result it holds
 
     def visit_scope(self, node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
@@ -140,18 +162,14 @@ class _PythonReader:
             self.found.bases.extend((name, text) for base in node.bases if (text := dotted(base)))
             for part in (*node.decorator_list, *node.bases, *node.keywords):
                 self.visit(part, prefix)
-            outer, self.fields = self.fields, _fields(node)
             for statement in node.body:
                 self.visit(statement, f"{name}.")
-            self.fields = outer
             return
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
                 self.visit(part, prefix)
-            outer, self.instances = self.instances, {**self.instances, **_instances(node)}
             for statement in node.body:
                 self.visit(statement, f"{prefix}{node.name}.<locals>.")
-            self.instances = outer
             return
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -166,12 +184,6 @@ class _PythonReader:
                     self.found.imports.append((alias.asname or alias.name, module, attr, node.lineno))
         elif isinstance(node, ast.Call):
             if callee := dotted(node.func):
-                head, dot, rest = callee.partition(".")
-                field, _, method = rest.partition(".")
-                if dot and head in self.instances:  # x = C(...); x.m(): C's method, if C is a class
-                    callee = f"{self.instances[head]}().{rest}"
-                elif head == "self" and method and "." not in method and field in self.fields:  # self.x = C(...)
-                    callee = f"{self.fields[field]}().{method}"
                 self.found.calls.append((node.lineno, callee))
         self.visit_scope(node, prefix)
 
@@ -183,33 +195,6 @@ class _PythonReader:
         return ".".join([*base, *([module] if module else [])])
 
 
-def _instances(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
-    """The local variables of a function assigned only the result of one named callee (``x = C(...)``)."""
-    found: dict[str, set[str]] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            value = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    found.setdefault(target.id, set()).add(value if value and "?" not in value else "")
-    return {name: value for name, (value, *others) in found.items() if not others and value}
-
-
-def _fields(cls: ast.ClassDef) -> dict[str, str]:
-    """The attributes of `self` that the class's methods assign only the result of one named callee
-    (``self.x = C(...)``)."""
-    found: dict[str, set[str]] = {}
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            value = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
-            for target in targets:
-                if isinstance(target, ast.Attribute) and _is_name(target.value, "self"):
-                    found.setdefault(target.attr, set()).add(value if value and "?" not in value else "")
-    return {name: value for name, (value, *others) in found.items() if not others and value}
-
-
 def _is_name(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
@@ -217,6 +202,8 @@ def _is_name(node: ast.expr, name: str) -> bool:
 def dotted(node: ast.expr) -> str | None:
     """A callee or base as dotted text: ``a.b.c``, ``super().m``, ``?.m`` (receiver of another kind)."""
     parts: list[str] = []
+    if isinstance(node, ast.Call) and _is_name(node.func, "type") and len(node.args) == 1:
+        return f"{dotted(node.args[0]) or '?'}.__class__"  # type(self)(...): the class of self
     while isinstance(node, ast.Attribute):
         parts.insert(0, node.attr)
         node = node.value
@@ -224,8 +211,10 @@ def dotted(node: ast.expr) -> str | None:
         parts.insert(0, node.id)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and parts:
         parts.insert(0, "super()")
-    elif isinstance(node, ast.Call) and parts and (called := dotted(node.func)) and "(" not in called:
-        parts.insert(0, f"{called}()")  # C(...).m(): C's method, if C is a class
+    elif isinstance(node, ast.Call) and _is_name(node.func, "type") and len(node.args) == 1 and parts:
+        parts.insert(0, f"{dotted(node.args[0]) or '?'}.__class__")  # type(self).m
+    elif isinstance(node, ast.Call) and parts and (called := dotted(node.func)) and "?" not in called:
+        parts.insert(0, f"{called}()")  # C(...).m(), self.f().m(): a method of what the call returns
     elif parts:
         parts.insert(0, "?")
     return ".".join(parts) or None

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from bench.bench_call_graph import SMALL, measure
-from ingest.link import link_edges
+from ingest.link import Linker, link_edges
 from ingest.parse import parse_corpus
+from ingest.structure import file_structure
 from pkg.embedders import CachedEmbedder
 from pkg.graph import Edge, Rel
 from pkg.knowledge_base import KnowledgeBase
@@ -133,7 +134,8 @@ def test_python_names_resolve_through_scopes_imports_and_classes(tmp_path: Path)
         ("other", "helper", "local"),
         ("Base.area", "Base.scale", "self"),
         ("Base.area", "Square.scale", "override"),  # self may be a Square
-        ("Base.make", "Base.build", "self"),  # cls.build(); cls() itself names no function
+        ("Base.make", "Base.build", "self"),  # cls.build()
+        ("Base.build", "Base.__init__", "self"),  # cls(): the class itself
         ("Square.scale", "Base.scale", "super"),
         ("Square.both.<locals>.inner", "helper", "import"),  # from .util import helper as h
         ("Square.both", "Square.both.<locals>.inner", "local"),
@@ -170,6 +172,180 @@ def test_python_names_resolve_through_scopes_imports_and_classes(tmp_path: Path)
         ("FILE", "Square.both.<locals>.inner"),
         ("FILE", "run"),
     }
+
+
+_TYPED = {
+    "app/__init__.py": "",
+    "app/core.py": """\
+        from __future__ import annotations
+
+        from typing import Optional, Self
+
+
+        class Formatter:
+            def __init__(self):
+                self.width = 80
+
+            def write(self, text):
+                return text
+
+
+        class Plain(Formatter):
+            def write(self, text):
+                return text.upper()
+
+
+        class Context:
+            formatter_class = Formatter
+
+            def __init__(self, parent: Context | None = None):
+                self.parent = parent
+                self.formatter = self.formatter_class()
+
+            @property
+            def depth(self) -> int:
+                return 0 if self.parent is None else self.parent.depth + 1
+
+            @depth.setter
+            def depth(self, value):
+                self.fixed = value
+
+            def invoke(self, name: str) -> str:
+                return self.formatter.write(name)
+
+            def child(self) -> Self:
+                return type(self)(self)
+
+            @classmethod
+            def root(cls):
+                return cls._make()
+
+            @classmethod
+            def _make(cls):
+                return cls()
+
+
+        class Command:
+            def run(self, ctx: Context):
+                return ctx.invoke("run")
+
+            def parent_of(self, ctx: Optional["Context"]):
+                return ctx.parent.invoke("up")
+
+            def made(self):
+                ctx = Context.root()
+                return ctx.child().invoke("x")
+
+
+        class Shape:
+            def area(self):
+                return self.size() * 2
+
+
+        class Square(Shape):
+            def size(self):
+                return 1
+
+
+        class Circle(Shape):
+            def size(self):
+                return 3
+
+
+        def make_context() -> "Context":
+            c = Context()
+            c.depth = 3
+            return c
+        """,
+    "main.py": """\
+        from app.core import Context, Square, make_context
+
+
+        def describe(shape, other):
+            if isinstance(shape, Square):
+                return shape.size()
+            with Context() as ctx:
+                ctx.invoke("w")
+            other.size()
+            return make_context().depth
+        """,
+}
+
+
+def test_python_receivers_resolve_through_types(tmp_path: Path) -> None:
+    """Annotations (X | None, Optional, strings, Self), constructor calls, return types, attributes
+    of self and of the class (one holding a class), with, isinstance, cls(), type(self)(...),
+    abstract dispatch and properties: each edge with the resolution that found it."""
+    _write(tmp_path, _TYPED)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Context.__init__", "Formatter.__init__", "instance"),  # self.formatter_class(): a class attribute
+        ("Context.depth", "Context.depth", "property"),  # self.parent.depth: the getter
+        ("Context.invoke", "Formatter.write", "instance"),  # self.formatter = self.formatter_class()
+        ("Context.invoke", "Plain.write", "override"),
+        ("Context.child", "Context.__init__", "instance"),  # type(self)(self)
+        ("Context.root", "Context._make", "self"),
+        ("Context._make", "Context.__init__", "self"),  # cls()
+        ("Command.run", "Context.invoke", "annotation"),  # ctx: Context
+        ("Command.parent_of", "Context.invoke", "annotation"),  # parent: Context | None
+        ("Command.made", "Context.root", "local"),
+        ("Command.made", "Context.child", "inferred"),  # root() returns cls._make(), which returns cls()
+        ("Command.made", "Context.invoke", "inferred"),  # child() -> Self
+        ("Shape.area", "Square.size", "override"),  # defined only in subclasses
+        ("Shape.area", "Circle.size", "override"),
+        ("make_context", "Context.__init__", "local"),
+        ("make_context", "Context.depth", "property"),  # c.depth = 3: the setter
+        ("describe", "Square.size", "annotation"),  # isinstance(shape, Square); other.size() is unknown
+        ("describe", "Context.__init__", "import"),
+        ("describe", "Context.invoke", "instance"),  # with Context() as ctx
+        ("describe", "make_context", "import"),
+        ("describe", "Context.depth", "property"),  # make_context() -> "Context"
+    }
+    by_id = {r.id: r for r in records.values() if isinstance(r, NameNode)}
+    accessors = {
+        (by_id[e.src].name, by_id[e.dst].start_line)
+        for e in edges
+        if e.type is Rel.CALLS and e.props["resolution"] == "property"
+    }
+    assert accessors == {("Context.depth", 26), ("make_context", 30), ("describe", 26)}  # getter 26, setter 30
+
+
+def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
+    """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
+    _write(tmp_path, _TYPED)
+    records, _ = _graph([tmp_path])
+    files = [r for r in records.values() if isinstance(r, FileNode)]
+    classes = [r for r in records.values() if isinstance(r, ClassNode)]
+    linker = Linker(files, classes, [r for r in records.values() if isinstance(r, NameNode)])
+    core = next(f for f in files if f.source.endswith("core.py"))
+
+    def names(found: list[NameNode | ClassNode]) -> list[tuple[str, str]]:
+        return [(type(n).__name__, n.name) for n in found]
+
+    assert names(linker.resolve(core, "Command.parent_of", "ctx.parent.invoke")) == [("NameNode", "Context.invoke")]
+    assert names(linker.resolve(core, "Context.invoke", "self.formatter.write")) == [
+        ("NameNode", "Formatter.write"),
+        ("NameNode", "Plain.write"),
+    ]
+    assert names(linker.resolve(core, "Context.root", "cls._make")) == [("NameNode", "Context._make")]
+    assert names(linker.resolve(core, "", "Context")) == [("ClassNode", "Context")]
+    assert names(linker.resolve(core, "Command.made", "ctx")) == []  # a variable, not a definition
+    assert linker.resolve(core, "Command.run", "ctx.no_such_method") == []
+    edited = textwrap.dedent("""\
+        from app.core import Context
+
+
+        def fresh(c: Context):
+            return c.child()
+        """)
+    [unindexed] = [
+        r for r in file_structure(str(tmp_path / "scratch.py"), "python", edited, "f0", []) if isinstance(r, FileNode)
+    ]
+    assert names(linker.resolve(unindexed, "fresh", "c.child")) == [("NameNode", "Context.child")]
+    plain, formatter, context = (next(c for c in classes if c.name == n) for n in ("Plain", "Formatter", "Context"))
+    assert linker.mro(plain) == [plain, formatter]
+    assert [n.name for n in linker.members(formatter)] == ["Formatter.__init__", "Formatter.write"]
+    assert sorted(n.name for n in linker.members(context)).count("Context.depth") == 2  # getter and setter
 
 
 # -- the other languages, hand-counted ----------------------------------------------------------
