@@ -241,12 +241,12 @@ class Linker:
 
     def _member_of(self, value: Value, member: str, how: str) -> list[tuple[NameNode | ClassNode, str]]:
         """What `.member` of a value is: a method through the class and its bases (and, for an
-        instance, the overrides in subclasses), or a nested class."""
+        instance of a declared type, the overrides in subclasses), or a nested class."""
         kind, node = value
         if not isinstance(node, ClassNode):
             return []
         found: list[tuple[NameNode | ClassNode, str]] = [(n, how) for n in self._method(node, member)]
-        if kind == "i":
+        if kind == "i" and how == "annotation":  # a declared type may be a subclass; a constructed one is not
             found += [(n, "override") for n in self._overrides(node, member) if (n, how) not in found]
         return found or [(c, how) for c in self.classes.get((node.source, f"{node.name}.{member}"), [])]
 

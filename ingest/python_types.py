@@ -14,8 +14,11 @@ may hold anything. ``x = None`` binds nothing new.
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from pkg.code.languages import is_overload
 
 _UNIONS = {"Optional", "typing.Optional", "Union", "typing.Union"}
 _WRAPPERS = {"Annotated", "typing.Annotated", "ClassVar", "typing.ClassVar", "Final", "typing.Final"}
@@ -36,6 +39,7 @@ class TypeFacts:
     #: [class, attribute, scope that assigns it, expression, 1 if set in the class body else 0]
     fields: list[list[str | int]] = field(default_factory=list)
     returns: list[list[str]] = field(default_factory=list)  # [function, expression]
+    overloads: list[list[str]] = field(default_factory=list)  # [function, signature of one @overload stub]
     properties: list[list[str | int]] = field(default_factory=list)  # [function, first line, get|set|del]
     accesses: list[tuple[int, str, str]] = field(default_factory=list)  # (line, receiver.attr, get|set)
 
@@ -127,17 +131,21 @@ class _Reader:
 
     def function(self, node: Function, qualname: str) -> None:
         self.facts.returns += [[qualname, v] for v in _returns(node)]
+        if is_overload(node):  # a stub: its signature is kept, its return type joins the implementation's
+            self.facts.overloads.append([qualname, signature(node)])
+            return
         self.scope(node.body, qualname, node)
 
 
 def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a scope, not descending into the functions and classes it defines (yielded)."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        child = stack.pop()
+    """The nodes of a scope, breadth first, not descending into the functions and classes it
+    defines (yielded)."""
+    queue = deque(ast.iter_child_nodes(node))
+    while queue:
+        child = queue.popleft()
         yield child
         if not isinstance(child, Function | ast.ClassDef | ast.Lambda):
-            stack.extend(ast.iter_child_nodes(child))
+            queue.extend(ast.iter_child_nodes(child))
 
 
 def _bindings(node: ast.AST, class_body: bool = False) -> dict[str, list[str]]:
@@ -280,6 +288,13 @@ def _returns(function: Function) -> list[str]:
         if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
             found.append(expression(node.value))
     return [] if None in found or len(set(found)) > _MAX_UNION else list(dict.fromkeys(v for v in found if v))
+
+
+def signature(function: Function) -> str:
+    """A definition's first line as Python would print it: ``def f(x: int) -> str``."""
+    prefix = "async def" if isinstance(function, ast.AsyncFunctionDef) else "def"
+    returns = f" -> {ast.unparse(function.returns)}" if function.returns is not None else ""
+    return f"{prefix} {function.name}({ast.unparse(function.args)}){returns}"
 
 
 def _property_kind(function: Function) -> str | None:

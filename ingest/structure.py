@@ -12,7 +12,8 @@ function whose span holds its line; calls outside every function are left out.
 returns; ``x.__class__.m`` for ``type(x).m``; ``?.m`` for a method of another receiver); Python
 imports are absolute (relative ones resolved against the file's module), ``attr`` is null for
 ``import x`` and ``local`` is ``*`` for a star import. Python files add the type facts of
-ingest.python_types: ``types``, ``fields``, ``returns``, ``properties`` and ``accesses``
+ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``overloads`` (the
+signatures of the ``@overload`` stubs folded into a function) and ``accesses``
 (``[[caller NAME id, line, receiver.attr, get|set]]``).
 """
 
@@ -99,6 +100,7 @@ def _fact_refs(facts: TypeFacts, names: Sequence[NameNode]) -> dict[str, object]
         "fields": facts.fields,
         "returns": facts.returns,
         "properties": facts.properties,
+        "overloads": facts.overloads,
         "accesses": [[caller, line, text, kind] for (caller, text, kind), line in seen.items()],
     }
 

@@ -226,8 +226,8 @@ _TYPED = {
 
 
         class Command:
-            def run(self, ctx: Context):
-                return ctx.invoke("run")
+            def run(self, ctx: Context, out: Formatter):
+                return out.write(ctx.invoke("run"))
 
             def parent_of(self, ctx: Optional["Context"]):
                 return ctx.parent.invoke("up")
@@ -281,12 +281,13 @@ def test_python_receivers_resolve_through_types(tmp_path: Path) -> None:
     assert _named(records, edges, Rel.CALLS) == {
         ("Context.__init__", "Formatter.__init__", "instance"),  # self.formatter_class(): a class attribute
         ("Context.depth", "Context.depth", "property"),  # self.parent.depth: the getter
-        ("Context.invoke", "Formatter.write", "instance"),  # self.formatter = self.formatter_class()
-        ("Context.invoke", "Plain.write", "override"),
+        ("Context.invoke", "Formatter.write", "instance"),  # self.formatter = self.formatter_class(): no subclass
         ("Context.child", "Context.__init__", "instance"),  # type(self)(self)
         ("Context.root", "Context._make", "self"),
         ("Context._make", "Context.__init__", "self"),  # cls()
         ("Command.run", "Context.invoke", "annotation"),  # ctx: Context
+        ("Command.run", "Formatter.write", "annotation"),  # out: Formatter, which may be a Plain
+        ("Command.run", "Plain.write", "override"),
         ("Command.parent_of", "Context.invoke", "annotation"),  # parent: Context | None
         ("Command.made", "Context.root", "local"),
         ("Command.made", "Context.child", "inferred"),  # root() returns cls._make(), which returns cls()
@@ -323,7 +324,8 @@ def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
         return [(type(n).__name__, n.name) for n in found]
 
     assert names(linker.resolve(core, "Command.parent_of", "ctx.parent.invoke")) == [("NameNode", "Context.invoke")]
-    assert names(linker.resolve(core, "Context.invoke", "self.formatter.write")) == [
+    assert names(linker.resolve(core, "Context.invoke", "self.formatter.write")) == [("NameNode", "Formatter.write")]
+    assert names(linker.resolve(core, "Command.run", "out.write")) == [
         ("NameNode", "Formatter.write"),
         ("NameNode", "Plain.write"),
     ]
@@ -346,6 +348,46 @@ def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     assert linker.mro(plain) == [plain, formatter]
     assert [n.name for n in linker.members(formatter)] == ["Formatter.__init__", "Formatter.write"]
     assert sorted(n.name for n in linker.members(context)).count("Context.depth") == 2  # getter and setter
+
+
+def test_overload_stubs_fold_into_their_implementation(tmp_path: Path) -> None:
+    """One function per @overload family (the implementation), its stubs' signatures kept in refs;
+    a stub with no implementation after it stays a function."""
+    _write(
+        tmp_path,
+        {
+            "picks.py": """\
+                import typing as t
+                from typing import overload
+
+
+                @overload
+                def pick(x: int) -> int: ...
+                @t.overload
+                def pick(x: str) -> str: ...
+                def pick(x):
+                    return x
+
+
+                @overload
+                def lone(x: int) -> int: ...
+
+
+                def use():
+                    return pick(1)
+                """
+        },
+    )
+    records, edges = _graph([tmp_path])
+    functions = sorted((r.name, r.start_line) for r in records.values() if isinstance(r, NameNode))
+    assert functions == [("lone", 13), ("pick", 9), ("use", 17)]
+    assert _named(records, edges, Rel.CALLS) == {("use", "pick", "local")}
+    [file] = [r for r in records.values() if isinstance(r, FileNode)]
+    assert json.loads(file.refs)["overloads"] == [
+        ["pick", "def pick(x: int) -> int"],
+        ["pick", "def pick(x: str) -> str"],
+        ["lone", "def lone(x: int) -> int"],
+    ]
 
 
 # -- the other languages, hand-counted ----------------------------------------------------------
