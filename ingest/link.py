@@ -215,6 +215,7 @@ class Linker:
         """What a dotted text used in a scope of a Python file refers to, and how it was found."""
         head, _, rest = text.partition(".")
         own = self._class_at(f.record.source, scope)
+        head = self._self_alias(f, scope, head)
         if head in ("self", "cls") and own is not None and "." not in rest:
             found: list[tuple[NameNode | ClassNode, str]] = [(n, "self") for n in self._method(own, rest)]
             found += [(n, "override") for n in self._overrides(own, rest) if (n, "self") not in found]
@@ -336,6 +337,12 @@ class Linker:
             if entries := f.types.get((where, name)):
                 return where, entries
         return None
+
+    def _self_alias(self, f: _File, scope: str, name: str) -> str:
+        """``self`` (``cls``) for the first parameter of a method that names it otherwise (``__self``)."""
+        local = self._local(f, scope, name) if name not in ("self", "cls") else None
+        aliases = {e for e, _, _ in local[1] if e} if local is not None and local[0] == scope else set()
+        return aliases.pop() if aliases in ({"self"}, {"cls"}) else name
 
     def _typed(self, f: _File, scope: str, name: str) -> bool:
         """Whether a name is a local of the scope with facts (then an unknown result is no guess)."""

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 
 from pkg.code.languages import is_overload
 
-_UNIONS = {"Optional", "typing.Optional", "Union", "typing.Union"}
-_WRAPPERS = {"Annotated", "typing.Annotated", "ClassVar", "typing.ClassVar", "Final", "typing.Final"}
-_CLASS_OF = {"type", "Type", "typing.Type"}
-_SELF = {"Self", "typing.Self", "typing_extensions.Self"}
+# typing's names, matched by their last part (``typing.Optional``, ``t.Optional``, ``Optional``)
+_UNIONS = {"Optional", "Union"}
+_WRAPPERS = {"Annotated", "ClassVar", "Final"}
+_CLASS_OF = {"type", "Type"}
+_SELF = {"Self"}
 _GETTERS = {"property", "functools.cached_property", "cached_property", "abc.abstractproperty"}
 _MAX_UNION = 4  # more alternatives than this is not a type worth following
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -72,7 +73,7 @@ def annotation(node: ast.expr | None) -> list[str]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         return annotation(node.left) + annotation(node.right)
     if isinstance(node, ast.Subscript):
-        origin = expression(node.value) or ""
+        origin = (expression(node.value) or "").rpartition(".")[2]
         members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if origin in _UNIONS:
             return [a for member in members for a in annotation(member)]
@@ -84,7 +85,7 @@ def annotation(node: ast.expr | None) -> list[str]:
     text = expression(node)
     if text is None or text == "None" or "(" in text:
         return []
-    return [":self" if text in _SELF else f":{text}"]
+    return [":self" if text.rpartition(".")[2] in _SELF else f":{text}"]
 
 
 def type_facts(tree: ast.Module) -> TypeFacts:
@@ -124,6 +125,8 @@ class _Reader:
                     first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                     self.facts.properties.append([method, first, kind])
                 this = child.args.posonlyargs[:1] or child.args.args[:1]
+                if this and this[0].arg not in ("self", "cls") and not _is_static(child):  # def forward(__self)
+                    self.facts.types.append([method, this[0].arg, "cls" if _is_classmethod(child) else "self", 0, 0])
                 if this:
                     for name, values in _attributes(child, this[0].arg).items():
                         self.facts.fields += [[qualname, name, method, v, 0] for v in values]
@@ -288,6 +291,18 @@ def _returns(function: Function) -> list[str]:
         if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
             found.append(expression(node.value))
     return [] if None in found or len(set(found)) > _MAX_UNION else list(dict.fromkeys(v for v in found if v))
+
+
+def _is_static(function: Function) -> bool:
+    return any(expression(d) == "staticmethod" for d in function.decorator_list)
+
+
+def _is_classmethod(function: Function) -> bool:
+    return any(expression(d) == "classmethod" for d in function.decorator_list) or function.name in (
+        "__new__",
+        "__init_subclass__",
+        "__class_getitem__",
+    )
 
 
 def signature(function: Function) -> str:

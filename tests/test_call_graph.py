@@ -258,6 +258,8 @@ _TYPED = {
             return c
         """,
     "main.py": """\
+        import typing as t
+
         from app.core import Context, Square, make_context
 
 
@@ -268,6 +270,15 @@ _TYPED = {
                 ctx.invoke("w")
             other.size()
             return make_context().depth
+
+
+        class Runner:
+            def go(__this, ctx: t.Optional["Context"]):
+                __this.stop()
+                return ctx.invoke("go")
+
+            def stop(self):
+                return None
         """,
 }
 
@@ -301,6 +312,8 @@ def test_python_receivers_resolve_through_types(tmp_path: Path) -> None:
         ("describe", "Context.invoke", "instance"),  # with Context() as ctx
         ("describe", "make_context", "import"),
         ("describe", "Context.depth", "property"),  # make_context() -> "Context"
+        ("Runner.go", "Runner.stop", "self"),  # __this: the first parameter
+        ("Runner.go", "Context.invoke", "annotation"),  # t.Optional["Context"]
     }
     by_id = {r.id: r for r in records.values() if isinstance(r, NameNode)}
     accessors = {
@@ -536,13 +549,13 @@ def test_cross_file_edges_follow_edits_and_deletions(
     build([root], store, module_embedder, parts={"functions"})
     first = snapshot(store)
     kb = KnowledgeBase(tmp_path / "kb", store, module_embedder)  # the store queries the CLI uses
-    assert {(c.function.name, c.line, c.resolution) for _, calls in kb.calls("run") for c in calls} == {
+    assert {(c.function.name, c.line, c.resolution) for _, calls, _ in kb.calls("run") for c in calls} == {
         ("Base.__init__", 7, "import"),
         ("other", 8, "import"),
         ("helper", 9, "import"),
         ("Square.both", 10, "instance"),
     }
-    assert {c.function.name for _, calls in kb.calls("helper", callers=True) for c in calls} == {
+    assert {c.function.name for _, calls, _ in kb.calls("helper", callers=True) for c in calls} == {
         "other",
         "Square.both.<locals>.inner",
         "Square.both",
@@ -591,6 +604,13 @@ def test_the_cli_shows_callers_callees_and_files(tmp_path: Path) -> None:
         ("Base.area", 13, "self"),
         ("Base.scale", 13, "self"),
     ]
+    capped = run_cli("graph", "callees", "Square.side", "--db", db, "--limit", "1")
+    assert capped.stdout.splitlines()[1:] == [
+        f"  -> Base.area  {STRUCTURE / 'Shapes.java'}:8  (line 13, self)",
+        "  ... 1 more (--limit 1)",
+    ]
+    capped_json = run_cli("graph", "callees", "Square.side", "--db", db, "--limit", "1", "--format", "json")
+    assert [(f["left_out"], len(f["callees"])) for f in json.loads(capped_json.stdout)] == [(1, 1)]
     callers = run_cli("graph", "callers", "Counter.Get", "--db", db)
     assert callers.returncode == 0, callers.stderr
     assert [line.split()[:2] for line in callers.stdout.splitlines()[1:]] == [["<-", "Counter.Add"], ["<-", "Total"]]
