@@ -71,7 +71,8 @@ class _File:
     fields: dict[tuple[str, str], list[tuple[str, str, bool]]]  # (class, attr) -> (scope, expression, class-level)
     returns: dict[str, list[str]]  # function -> expressions
     properties: dict[tuple[str, int], str]  # (function, first line) -> get|set|del
-    accesses: list[tuple[str, int, str, str]]  # (caller NAME id, line, receiver.attr, get|set)
+    narrowed: set[tuple[str, str]]  # (scope, name) of the names narrowed by isinstance somewhere
+    accesses: list[list]  # [caller NAME id, line, receiver.attr, get|set]
 
 
 class Linker:
@@ -102,7 +103,10 @@ class Linker:
         self.bases: dict[str, list[ClassNode]] = defaultdict(list)
         self.subclasses: dict[str, list[ClassNode]] = defaultdict(list)
         self._memo: dict[tuple[str, str, str, str, int | None], tuple[list[Value], str]] = {}
+        self._mros: dict[str, list[ClassNode]] | None = None  # filled once the bases are known
         self._inherits = [Inherits(c.id, b.id) for c, b in self._inheritance()]
+        self._mros = {}
+        self.property_names = {name.rpartition(".")[2] for f in self.files.values() for name, _ in f.properties}
 
     # -- the public questions --------------------------------------------------------------------
     def resolve(self, file: FileNode, scope: str, dotted: str) -> list[NameNode | ClassNode]:
@@ -119,6 +123,8 @@ class Linker:
 
     def mro(self, cls: ClassNode) -> list[ClassNode]:
         """The class and its bases, depth first, each once."""
+        if self._mros is not None and cls.id in self._mros:
+            return self._mros[cls.id]
         order: list[ClassNode] = []
         stack = [cls]
         while stack:
@@ -126,6 +132,8 @@ class Linker:
             if current not in order:
                 order.append(current)
                 stack = [*self.bases.get(current.id, []), *stack]
+        if self._mros is not None:
+            self._mros[cls.id] = order
         return order
 
     def members(self, cls: ClassNode) -> list[NameNode]:
@@ -152,6 +160,8 @@ class Linker:
                     if key not in calls or line < calls[key].line:
                         calls[key] = Calls(caller_id, target.id, line, resolution)
             for caller_id, line, text, kind in f.accesses:
+                if text.rpartition(".")[2] not in self.property_names:
+                    continue
                 caller = self.name_of.get(caller_id)
                 for target in self._property(f, caller.name, line, text, kind) if caller is not None else []:
                     key = (caller_id, target.id)
@@ -271,6 +281,7 @@ class Linker:
     def _values(self, f: _File, scope: str, text: str, line: int | None, depth: int = 0) -> tuple[list[Value], str]:
         """What an expression of a scope may evaluate to (a class, an instance, a function), and how
         its type was found (a _CERTAINTY); memoised, a cycle or a long chain gives nothing."""
+        line = line if (scope, text.partition(".")[0]) in f.narrowed else None  # lines matter only there
         key = (f.record.source, f.record.fingerprint, scope, text, line)
         if key in self._memo:
             return self._memo[key]
@@ -576,7 +587,8 @@ def _parse(record: FileNode) -> _File:
         dict(fields),
         dict(returns),
         {(function, first): kind for function, first, kind in refs.get("properties", [])},
-        [(caller, line, text, kind) for caller, line, text, kind in refs.get("accesses", [])],
+        {key for key, entries in types.items() if any(first for _, first, _ in entries)},
+        refs.get("accesses", []),
     )
 
 

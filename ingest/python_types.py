@@ -91,7 +91,7 @@ def annotation(node: ast.expr | None) -> list[str]:
 def type_facts(tree: ast.Module) -> TypeFacts:
     """The type facts of a parsed module."""
     facts = TypeFacts()
-    _Reader(facts).scope(tree.body, "", None)
+    _Reader(facts).scope(tree, "", list(_own_nodes(tree)))
     return facts
 
 
@@ -99,22 +99,22 @@ class _Reader:
     def __init__(self, facts: TypeFacts) -> None:
         self.facts = facts
 
-    def scope(self, body: list[ast.stmt], qualname: str, function: Function | None) -> None:
-        """The facts of one function (or the module, qualname ""), then of what it defines."""
-        node = function if function is not None else ast.Module(body=body, type_ignores=[])
-        bindings = _bindings(node)
-        for name, values in bindings.items():
+    def scope(self, node: Function | ast.Module, qualname: str, nodes: list[ast.AST]) -> None:
+        """The facts of one function (or the module, qualname ""), whose own nodes are `nodes`,
+        then of what it defines."""
+        for name, values in _bindings(node, nodes).items():
             self.facts.types += [[qualname, name, v, 0, 0] for v in values or [""]]
-        self.facts.types += [[qualname, *narrowed] for narrowed in _narrowing(node)]
+        self.facts.types += [[qualname, *narrowed] for narrowed in _narrowing(node, nodes)]
         prefix = f"{qualname}.<locals>." if qualname else ""
-        for child in _own_nodes(node):
+        for child in nodes:
             if isinstance(child, ast.ClassDef):
                 self.klass(child, prefix + child.name, qualname)
-            elif isinstance(child, Function) and child is not function:
-                self.function(child, prefix + child.name)
+            elif isinstance(child, Function):
+                self.function(child, prefix + child.name, list(_own_nodes(child)))
 
     def klass(self, node: ast.ClassDef, qualname: str, outer: str) -> None:
-        class_level = _bindings(ast.Module(body=node.body, type_ignores=[]), class_body=True)
+        body = ast.Module(body=node.body, type_ignores=[])
+        class_level = _bindings(body, list(_own_nodes(body)), class_body=True)
         self.facts.fields += [[qualname, name, outer, v, 1] for name, values in class_level.items() for v in values]
         for child in node.body:
             if isinstance(child, ast.ClassDef):
@@ -125,19 +125,20 @@ class _Reader:
                     first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                     self.facts.properties.append([method, first, kind])
                 this = child.args.posonlyargs[:1] or child.args.args[:1]
+                nodes = list(_own_nodes(child))
                 if this and this[0].arg not in ("self", "cls") and not _is_static(child):  # def forward(__self)
                     self.facts.types.append([method, this[0].arg, "cls" if _is_classmethod(child) else "self", 0, 0])
                 if this:
-                    for name, values in _attributes(child, this[0].arg).items():
+                    for name, values in _attributes(this[0].arg, nodes).items():
                         self.facts.fields += [[qualname, name, method, v, 0] for v in values]
-                self.function(child, method)
+                self.function(child, method, nodes)
 
-    def function(self, node: Function, qualname: str) -> None:
-        self.facts.returns += [[qualname, v] for v in _returns(node)]
+    def function(self, node: Function, qualname: str, nodes: list[ast.AST]) -> None:
+        self.facts.returns += [[qualname, v] for v in _returns(node, nodes)]
         if is_overload(node):  # a stub: its signature is kept, its return type joins the implementation's
             self.facts.overloads.append([qualname, signature(node)])
             return
-        self.scope(node.body, qualname, node)
+        self.scope(node, qualname, nodes)
 
 
 def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
@@ -151,7 +152,7 @@ def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
             queue.extend(ast.iter_child_nodes(child))
 
 
-def _bindings(node: ast.AST, class_body: bool = False) -> dict[str, list[str]]:
+def _bindings(node: ast.AST, nodes: list[ast.AST], class_body: bool = False) -> dict[str, list[str]]:
     """Each name the scope binds: its distinct expressions (annotations win over assignments), none
     when one of its values is unreadable (the name is local but may hold anything)."""
     declared: dict[str, list[str]] = {}
@@ -166,7 +167,7 @@ def _bindings(node: ast.AST, class_body: bool = False) -> dict[str, list[str]]:
                 declared[arg.arg] = declared_types
             elif arg.arg in defaults and not _is_none(defaults[arg.arg]):
                 assigned.setdefault(arg.arg, []).append(expression(defaults[arg.arg]))
-    for child in _own_nodes(node):
+    for child in nodes:
         for name, value, is_annotation in _bound(child):
             if is_annotation:
                 declared.setdefault(name, []).extend(annotation(value))
@@ -227,10 +228,10 @@ def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _narrowing(node: ast.AST) -> Iterator[list[str | int]]:
+def _narrowing(node: ast.AST, nodes: list[ast.AST]) -> Iterator[list[str | int]]:
     """[variable, annotation, first, last] for ``if isinstance(x, C):`` bodies and what follows an
     ``assert isinstance(x, C)`` in its block."""
-    for child in _own_nodes(node):
+    for child in nodes:
         if isinstance(child, ast.If) and child.body:
             first, last = child.body[0].lineno, child.body[-1].end_lineno or child.body[-1].lineno
         elif isinstance(child, ast.Assert):
@@ -255,11 +256,11 @@ def _isinstance(test: ast.expr) -> list[tuple[str, str]]:
     return [(test.args[0].id, f":{text}") for c in classes if (text := expression(c)) and "(" not in text]
 
 
-def _attributes(method: Function, this: str) -> dict[str, list[str]]:
+def _attributes(this: str, nodes: list[ast.AST]) -> dict[str, list[str]]:
     """The attributes of `this` that a method assigns: each one's distinct expressions, or none when
     one of its values is unreadable (then the attribute may hold anything)."""
     values: dict[str, list[str | None]] = {}
-    for node in _own_nodes(method):
+    for node in nodes:
         targets: list[ast.expr] = []
         value: ast.expr | None = None
         if isinstance(node, ast.Assign):
@@ -279,13 +280,13 @@ def _attributes(method: Function, this: str) -> dict[str, list[str]]:
     }
 
 
-def _returns(function: Function) -> list[str]:
+def _returns(function: Function, nodes: list[ast.AST]) -> list[str]:
     """What a function returns: its annotation, else the expressions of its return statements when
     every one is readable (a generator returns nothing to follow)."""
     if function.returns is not None:
         return annotation(function.returns)
     found: list[str | None] = []
-    for node in _own_nodes(function):
+    for node in nodes:
         if isinstance(node, ast.Yield | ast.YieldFrom):
             return []
         if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
@@ -325,8 +326,10 @@ def _property_kind(function: Function) -> str | None:
 def accesses(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
     """(line, receiver.attr, get|set) of each attribute read or written (not called) on a readable
     receiver: the accesses that may run a property."""
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and id(node) not in called and isinstance(node.ctx, ast.Load | ast.Store):
+    called: set[int] = set()
+    for node in ast.walk(tree):  # breadth first: a call comes before its callee
+        if isinstance(node, ast.Call):
+            called.add(id(node.func))
+        elif isinstance(node, ast.Attribute) and id(node) not in called and not isinstance(node.ctx, ast.Del):
             if text := expression(node):
                 yield node.lineno, text, "set" if isinstance(node.ctx, ast.Store) else "get"
