@@ -13,7 +13,8 @@ suites (little annotated), and click 8.1.7 from its PyPI source distribution und
 
 A code object maps to the innermost function whose span holds its first line (a lambda or a
 comprehension counts as its enclosing function, as a call inside it does for PKG); a generator is
-called when it first starts, not when it resumes. Usage:
+called when it first starts, not when it resumes, and a ``@contextmanager`` generator (started by
+contextlib) by the ``with`` that enters it. Usage:
 ``python bench/bench_call_graph.py [--corpus stdlib|click] [--modules textwrap shlex ...]`` writes
 JSON to bench/results/.
 """
@@ -85,6 +86,8 @@ def trace(frame, event, arg):
             return local
         started.add(id(frame))
     caller = frame.f_back
+    while code.co_flags & GENERATOR and caller is not None and caller.f_code.co_filename.endswith("contextlib.py"):
+        caller = caller.f_back  # a @contextmanager generator starts in contextlib: credit the `with` entering it
     if caller is not None and caller.f_code.co_filename in files:
         calls.add((caller.f_code.co_filename, caller.f_code.co_firstlineno, caller.f_lineno,
                    code.co_filename, code.co_firstlineno, code.co_name))
