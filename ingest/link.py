@@ -330,7 +330,8 @@ class Linker:
     def _module_path(
         self, f: _File, scope: str, segments: list[tuple[str, bool]], depth: int
     ) -> tuple[list[Value], str, list[tuple[str, bool]]]:
-        """The longest leading dotted name that names functions or classes of the corpus."""
+        """The longest leading dotted name that names functions or classes of the corpus, else an
+        imported module-level variable."""
         plain = next((i + 1 for i, (_, called) in enumerate(segments) if called), len(segments))
         for cut in range(plain, 0, -1):
             targets, _ = self._python_target(f, _scopes(scope), ".".join(n for n, _ in segments[:cut]))
@@ -340,7 +341,24 @@ class Linker:
                 if segments[cut - 1][1]:
                     values, how = self._called(values, how, depth)
                 return values, how, segments[cut:]
-        return [], _CERTAINTY[0], []
+        values, how = self._imported_variable(f, segments[0][0], depth)
+        if values and segments[0][1]:
+            values, how = self._called(values, how, depth)
+        return values, how, segments[1:] if values else []
+
+    def _imported_variable(self, f: _File, name: str, depth: int) -> tuple[list[Value], str]:
+        """What a module-level variable imported by name (``from m import compat32``) holds."""
+        values: list[Value] = []
+        how = _CERTAINTY[0]
+        for module, attr in f.imports.get(name, []):
+            for source in self.by_module.get(module, []) if attr else []:
+                target = self.files[source]
+                for expression, _, _ in target.types.get(("", attr), []):
+                    found, found_how = (
+                        self._values(target, "", expression, None, depth + 1) if expression else ([], how)
+                    )
+                    values, how = values + found, _weakest(how, found_how)
+        return values, how
 
     def _local(self, f: _File, scope: str, name: str) -> tuple[str, list[tuple[str, int, int]]] | None:
         """The scope (the innermost enclosing function, or the module) that binds a name, and its facts."""

@@ -256,11 +256,14 @@ _TYPED = {
             c = Context()
             c.depth = 3
             return c
+
+
+        PLAIN = Plain()
         """,
     "main.py": """\
         import typing as t
 
-        from app.core import Context, Square, make_context
+        from app.core import PLAIN, Context, Square, make_context
 
 
         def describe(shape, other):
@@ -279,6 +282,10 @@ _TYPED = {
 
             def stop(self):
                 return None
+
+
+        def render(out=PLAIN):
+            return out.write(PLAIN.write("x"))
         """,
 }
 
@@ -314,6 +321,7 @@ def test_python_receivers_resolve_through_types(tmp_path: Path) -> None:
         ("describe", "Context.depth", "property"),  # make_context() -> "Context"
         ("Runner.go", "Runner.stop", "self"),  # __this: the first parameter
         ("Runner.go", "Context.invoke", "annotation"),  # t.Optional["Context"]
+        ("render", "Plain.write", "instance"),  # PLAIN = Plain() in the module imported from; out=PLAIN
     }
     by_id = {r.id: r for r in records.values() if isinstance(r, NameNode)}
     accessors = {
