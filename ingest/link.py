@@ -351,7 +351,9 @@ class Linker:
         values: list[Value] = []
         how = _CERTAINTY[0]
         for module, attr in f.imports.get(name, []):
-            for source in self.by_module.get(module, []) if attr else []:
+            if attr is None:
+                continue
+            for source in self.by_module.get(module, []):
                 target = self.files[source]
                 for expression, _, _ in target.types.get(("", attr), []):
                     found, found_how = (
