@@ -8,8 +8,9 @@ order, ``super().m()`` through the bases; calling a class calls its ``__init__``
 are followed through the type facts of ingest.python_types (annotations, constructor calls, return
 types, attributes of ``self`` and of classes, ``isinstance`` narrowing), evaluated lazily and
 memoised; reads and writes of a property link to its getter or setter. Other languages
-resolve by name: a method of the caller's own class, then within the file, the package or
-namespace (or directory), and the repository, each edge marked by the tier that found it.
+resolve a receiver through its declared type (``Box b``, ``b := &Box{}``), then by name: a method
+of the caller's own class, then within the file, the package or namespace (or directory), and the
+repository, each edge marked by the tier that found it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class _File:
     properties: dict[tuple[str, int], str]  # (function, first line) -> get|set|del
     narrowed: set[tuple[str, str]]  # (scope, name) of the names narrowed by isinstance somewhere
     accesses: list[list]  # [caller NAME id, line, receiver.attr, get|set]
+    declared: dict[str, list[tuple[int, str]]]  # other languages: variable -> (line, declared type)
 
 
 class Linker:
@@ -217,7 +219,9 @@ class Linker:
                 for target, how in self._python_refer(f, caller.name, callee, line)
                 for n in self._callable([target])
             ]
-        return self._named_call(f, caller.source, caller.name, callee)
+        receiver = callee.rpartition(".")[0]
+        typed = [kind for at, kind in f.declared.get(receiver, []) if caller.start_line <= at <= line]
+        return self._named_call(f, caller.source, caller.name, callee, typed[-1] if typed else None)
 
     def _python_refer(
         self, f: _File, scope: str, text: str, line: int | None
@@ -535,9 +539,20 @@ class Linker:
             found += self._method(target, "__init__") if isinstance(target, ClassNode) else [target]
         return found
 
-    def _named_call(self, f: _File, source: str, scope: str, callee: str) -> list[tuple[NameNode, str]]:
+    def _named_call(
+        self, f: _File, source: str, scope: str, callee: str, declared: str | None = None
+    ) -> list[tuple[NameNode, str]]:
+        """A call in another language: through the receiver's declared type (the caller's own
+        class: self), the caller's own class, then by name in tiers."""
         receiver, _, name = callee.rpartition(".")
         own = self._class_at(source, scope)
+        if declared is not None:  # Box (declared), Box() (constructed)
+            how = "instance" if declared.endswith("()") else "annotation"
+            last = declared.removesuffix("()")
+            classes, _ = self._tiered(self.classes_by_last.get((_family(f.record.lang), last), []), f.record)
+            typed = [(n, "self" if c == own else how) for c in classes for n in self._method(c, name)]
+            if typed:
+                return typed
         go_receiver = f.record.lang == "go" and receiver.isidentifier()
         if own is not None and (receiver in _SELF or receiver in _SUPER or receiver == "" or go_receiver):
             if found := self._method(own, name, skip_own=receiver in _SUPER):
@@ -597,6 +612,9 @@ def _parse(record: FileNode) -> _File:
     returns: dict[str, list[str]] = defaultdict(list)
     for function, expression in refs.get("returns", []):
         returns[function].append(expression)
+    declared: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for line, variable, kind in refs.get("declared", []):
+        declared[variable].append((line, kind))
     return _File(
         record,
         dict(imports),
@@ -609,6 +627,7 @@ def _parse(record: FileNode) -> _File:
         {(function, first): kind for function, first, kind in refs.get("properties", [])},
         {key for key, entries in types.items() if any(first for _, first, _ in entries)},
         refs.get("accesses", []),
+        dict(declared),
     )
 
 

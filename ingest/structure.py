@@ -14,7 +14,9 @@ imports are absolute (relative ones resolved against the file's module), ``attr`
 ``import x`` and ``local`` is ``*`` for a star import. Python files add the type facts of
 ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``overloads`` (the
 signatures of the ``@overload`` stubs folded into a function) and ``accesses``
-(``[[caller NAME id, line, receiver.attr, get|set]]``).
+(``[[caller NAME id, line, receiver.attr, get|set]]``); Java, C#, TypeScript and Go files add
+``declared``: ``[[line, variable, type]]`` for the variables and parameters their functions type
+(``Box()`` when a constructor gives the type).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Structure:
     imports: list[tuple[str, str, str | None, int]] = field(default_factory=list)
     calls: list[tuple[int, str]] = field(default_factory=list)  # (line, callee as written)
     facts: TypeFacts | None = None  # Python: what receivers may hold (ingest.python_types)
+    declared: list[tuple[int, str, str]] = field(default_factory=list)  # other languages: (line, variable, type)
 
 
 def file_structure(
@@ -62,6 +65,8 @@ def file_structure(
     }
     if found.facts is not None:
         refs |= _fact_refs(found.facts, names)
+    if found.declared:
+        refs["declared"] = [list(d) for d in found.declared]
     records: list[NodeRecord | RelRecord] = [
         FileNode(
             id=file_id,
@@ -353,6 +358,85 @@ def _callee(text: str) -> str | None:
     return f"?.{last.group()}" if last else None
 
 
+#: Nodes that declare typed variables or parameters (Java, C#, TypeScript, Go).
+_DECLARATIONS = frozenset(
+    {
+        "formal_parameter",  # Java
+        "local_variable_declaration",  # Java
+        "parameter",  # C#
+        "variable_declaration",  # C#
+        "required_parameter",  # TypeScript
+        "optional_parameter",
+        "variable_declarator",  # TypeScript (Java's and C#'s are read from their declaration)
+        "parameter_declaration",  # Go
+        "var_spec",
+        "short_var_declaration",
+    }
+)
+_CONSTRUCTED = ("object_creation_expression", "new_expression", "composite_literal")
+_TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def _declared(node: TsNode) -> list[tuple[int, str, str]]:
+    """(line, variable, type name) for each variable a declaration types, by its declared type or
+    by the constructor it is given (``Box()``: ``var x = new Box()``, ``x := &Box{}``)."""
+    line = node.start_point.row + 1
+    if node.type == "short_var_declaration":
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        names = [c for c in left.named_children] if left is not None else []
+        values = [c for c in right.named_children] if right is not None else []
+        return [(line, node_text(n), t) for n, v in zip(names, values, strict=False) if (t := _constructed(v))]
+    declared = node.child_by_field_name("type")
+    kind = _type_name(node_text(declared)) if declared is not None else None
+    if node.type in ("local_variable_declaration", "variable_declaration"):  # Java, C#: type then declarators
+        found = []
+        for d in node.named_children:
+            if d.type == "variable_declarator" and (name := d.child_by_field_name("name") or d.named_children[0]):
+                value = d.child_by_field_name("value") or next(
+                    (c for c in d.named_children if c.type in _CONSTRUCTED), None
+                )
+                t = kind if kind not in (None, "var") else (_constructed(value) if value is not None else None)
+                if t:
+                    found.append((line, node_text(name), t))
+        return found
+    if (
+        node.type == "variable_declarator"
+        and node.parent is not None
+        and node.parent.type
+        in (
+            "local_variable_declaration",
+            "variable_declaration",
+        )
+    ):
+        return []
+    named = node.child_by_field_name("name") or node.child_by_field_name("pattern")
+    if named is None or named.type not in ("identifier", "field_identifier"):
+        return []
+    if kind is None and (value := node.child_by_field_name("value")) is not None:
+        kind = _constructed(value)
+    return [(line, node_text(named), kind)] if kind else []
+
+
+def _constructed(value: TsNode) -> str | None:
+    """``Box()`` for a value that constructs a Box (``new Box()``, ``&Box{}``), or None."""
+    if value.type == "unary_expression" and value.named_children:
+        value = value.named_children[0]
+    if value.type not in _CONSTRUCTED:
+        return None
+    constructor = value.child_by_field_name("type") or value.child_by_field_name("constructor")
+    if constructor is None:
+        constructor = next((c for c in value.named_children if c.type in ("identifier", "type_identifier")), None)
+    kind = _type_name(node_text(constructor)) if constructor is not None else None
+    return f"{kind}()" if kind else None
+
+
+def _type_name(text: str) -> str | None:
+    """The class a type text names: ``: Box``, ``*Box``, ``pkg.Box``, ``Box<T>`` -> Box."""
+    text = re.sub(r"<.*", "", text.lstrip(":*& \t")).strip()
+    names = _TYPE_NAME.findall(text.rpartition(".")[2])
+    return names[0] if len(names) == 1 else None
+
+
 def tree_structure(lang: str, text: str) -> Structure:
     """Classes, bases and calls of a file in a tree-sitter language; the package (Java, Go, C#)."""
     spec, grammar = LANGUAGES[lang], _GRAMMARS[lang]
@@ -374,6 +458,8 @@ class _Tree:
             inner, inside = prefix, in_function
             if child.type in self.spec.file_scopes and (scope := self.spec.own_name(child)):
                 prefix = inner = f"{prefix}{scope}."
+            if in_function and child.type in _DECLARATIONS:
+                self.found.declared += _declared(child)
             if child.type in self.grammar.calls:
                 callee = self.grammar.calls[child.type](child)
                 if callee and (plain := _callee(callee)):

@@ -441,8 +441,8 @@ LANGUAGE_CASES: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]], set[
         set(),
         {
             ("Counter.Add", "Counter.Get", "self"),
-            ("Total", "Counter.Add", "local"),
-            ("Total", "Counter.Get", "local"),
+            ("Total", "Counter.Add", "instance"),  # c := &Counter{}
+            ("Total", "Counter.Get", "instance"),
             ("Total", "helper", "local"),
         },
     ),
@@ -520,7 +520,7 @@ LANGUAGE_CASES: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]], set[
         # this.items.push(x) is a method of a field: not Stack.push
         {
             ("Stack.push", "Stack.size", "self"),
-            ("fill", "Stack.push", "local"),
+            ("fill", "Stack.push", "instance"),  # const s = new Stack()
             ("fill", "report", "local"),
             ("report", "Stack.size", "local"),
         },
@@ -536,6 +536,40 @@ def test_language_structure_is_exactly_the_hand_count(fixture: str) -> None:
     assert _named(records, edges, Rel.INHERITS) == inherits
     assert _named(records, edges, Rel.CALLS) == calls
     assert len([e for e in edges if e.type is Rel.CALLS]) == len(calls)
+
+
+#: Per fixture of tests/fixtures/typed: its CALLS edges, counted by hand. Box and Bag both define
+#: size; by name each call would reach both (ambiguous), the receiver's declared type picks one.
+TYPED_CASES: dict[str, set[tuple[str, str, str]]] = {
+    "Typed.java": {
+        ("Use.count", "Box.size", "annotation"),  # Box b
+        ("Use.weigh", "Bag.size", "annotation"),  # Bag g = new Bag()
+        ("Use.guess", "Box.size", "instance"),  # var h = new Box()
+    },
+    "Typed.cs": {
+        ("Store.Use.Count", "Store.Box.Size", "annotation"),
+        ("Store.Use.Weigh", "Store.Bag.Size", "annotation"),
+        ("Store.Use.Guess", "Store.Box.Size", "instance"),  # var h = new Box()
+    },
+    "typed.ts": {
+        ("count", "Box.size", "annotation"),  # b: Box
+        ("weigh", "Bag.size", "instance"),  # const g = new Bag()
+        ("guess", "Box.size", "annotation"),  # const h: Box = ...
+    },
+    "typed.go": {
+        ("Bag.Twice", "Bag.Size", "self"),  # x *Bag, the receiver
+        ("Bag.Twice", "Box.Size", "annotation"),  # b *Box, not the receiver
+        ("Count", "Box.Size", "annotation"),
+        ("Weigh", "Bag.Size", "instance"),  # g := &Bag{}
+        ("Guess", "Box.Size", "annotation"),  # var h Box
+    },
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(TYPED_CASES))
+def test_receivers_typed_by_declarations(fixture: str) -> None:
+    records, edges = _graph([FIXTURES / "typed" / fixture])
+    assert _named(records, edges, Rel.CALLS) == TYPED_CASES[fixture]
 
 
 # -- stores: cross-file edges follow incremental builds -----------------------------------------
