@@ -4,9 +4,13 @@ references each FILE node keeps (ingest.structure) over the corpus's FILE, CLASS
 Python names resolve as Python binds them: enclosing function scopes then the module (class bodies
 are no scope for their methods), then imports (``from x import y``, ``import x as z; z.f()``,
 re-exports and star imports followed); ``self.m()``/``cls.m()`` through the class and its bases in
-order, ``super().m()`` through the bases; calling a class calls its ``__init__``. Other languages
-resolve by name: a method of the caller's own class, then within the file, the package or
-namespace (or directory), and the repository, each edge marked by the tier that found it.
+order, ``super().m()`` through the bases; calling a class calls its ``__init__``. Other receivers
+are followed through the type facts of ingest.python_types (annotations, constructor calls, return
+types, attributes of ``self`` and of classes, ``isinstance`` narrowing), evaluated lazily and
+memoised; reads and writes of a property link to its getter or setter. Other languages
+resolve a receiver through its declared type (``Box b``, ``b := &Box{}``), then by name: a method
+of the caller's own class, then within the file, the package or namespace (or directory), and the
+repository, each edge marked by the tier that found it.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ from pkg.schema import Calls, ClassNode, FileNode, Imports, Inherits, NameNode
 
 #: How a CALLS edge was resolved, most certain first: a function of an enclosing scope or the file
 #: (local); through an import (import); a method through the caller's class and its bases (self),
-#: or an override of it in a subclass (override); through the bases only (super); of a local
-#: variable holding an instance (instance: ``x = C(); x.m()``); a class or module named in the call
-#: (qualified); by name in the same package or directory (package) or anywhere in the repository
-#: (name-only; for Python, the one method of that name, called on an unknown receiver); several
-#: equally good candidates at one tier (ambiguous, one edge each).
+#: or an override of it in a subclass (override); through the bases only (super); a method of a
+#: receiver whose type comes from constructor calls (instance: ``x = C(); x.m()``, also through
+#: ``self.x = C()`` and class attributes), from an annotation on the way (annotation: ``ctx: Context``,
+#: ``-> Context``, ``isinstance(x, C)``) or from what an unannotated function returns (inferred); a
+#: property read or written (property: the getter or setter); a class or
+#: module named in the call (qualified); by name in the same package or directory (package) or
+#: anywhere in the repository (name-only; for Python, the one method of that name, called on an
+#: unknown receiver); several equally good candidates at one tier (ambiguous, one edge each).
 RESOLUTIONS = (
     "local",
     "import",
@@ -35,17 +42,23 @@ RESOLUTIONS = (
     "override",
     "super",
     "instance",
+    "annotation",
+    "inferred",
+    "property",
     "qualified",
     "package",
     "name-only",
     "ambiguous",
 )
+_CERTAINTY = ("instance", "annotation", "inferred")  # how a receiver's type was found, most certain first
 #: Languages whose functions may call each other, by language.
 FAMILIES = {"javascript": "js", "typescript": "js", "tsx": "js", "c": "c", "cpp": "c"}
 _SELF = {"self", "this", "Self", "cls"}
 _SUPER = {"super", "base"}
 N = TypeVar("N", NameNode, ClassNode)
 _MAX_HOPS = 4  # re-exports followed through at most this many modules
+_MAX_DEPTH = 8  # type expressions followed through at most this many others
+Value = tuple[str, NameNode | ClassNode]  # ("i", class): an instance; ("c", class): the class; ("f", function)
 
 
 @dataclass
@@ -55,6 +68,13 @@ class _File:
     stars: list[str]
     calls: list[tuple[str, int, str]]
     bases: list[tuple[str, str]]
+    types: dict[tuple[str, str], list[tuple[str, int, int]]]  # (scope, name) -> (expression, first, last)
+    fields: dict[tuple[str, str], list[tuple[str, str, bool]]]  # (class, attr) -> (scope, expression, class-level)
+    returns: dict[str, list[str]]  # function -> expressions
+    properties: dict[tuple[str, int], str]  # (function, first line) -> get|set|del
+    narrowed: set[tuple[str, str]]  # (scope, name) of the names narrowed by isinstance somewhere
+    accesses: list[list]  # [caller NAME id, line, receiver.attr, get|set]
+    declared: dict[str, list[tuple[int, str]]]  # other languages: variable -> (line, declared type)
 
 
 class Linker:
@@ -79,55 +99,57 @@ class Linker:
         for cls in classes:
             self.classes[(cls.source, cls.name)].append(cls)
             self.classes_by_last[(_family(cls.lang), cls.name.rpartition(".")[2])].append(cls)
+        self.own_methods: dict[tuple[str, str], list[NameNode]] = defaultdict(list)  # (source, class) -> methods
+        for name in self.name_of.values():
+            self.own_methods[(name.source, name.name.rpartition(".")[0])].append(name)
         self.bases: dict[str, list[ClassNode]] = defaultdict(list)
         self.subclasses: dict[str, list[ClassNode]] = defaultdict(list)
-        self._by_class: dict[tuple[str, str], list[NameNode]] = defaultdict(list)  # filled by members()
-        self._inherits: list[tuple[ClassNode, ClassNode]] | None = None
+        self._memo: dict[tuple[str, str, str, str, int | None], tuple[list[Value], str]] = {}
+        self._mros: dict[str, list[ClassNode]] | None = None  # filled once the bases are known
+        self._inherits = [Inherits(c.id, b.id) for c, b in self._inheritance()]
+        self._mros = {}
+        self.property_names = {name.rpartition(".")[2] for f in self.files.values() for name, _ in f.properties}
 
-    # -- names, for definitions context -------------------------------------------------------
+    # -- the public questions --------------------------------------------------------------------
     def resolve(self, file: FileNode, scope: str, dotted: str) -> list[NameNode | ClassNode]:
-        """What a dotted name used inside `scope` (a function's qualified name, "" at module level) of
-        `file` refers to: the corpus's functions and classes. `file` may be code that was never
-        indexed: its references are read from its own record."""
-        self.inheritance()
-        f = _parse(file)
-        if file.lang != "python":
-            return [n for n, _ in self._named_call(f, _at_scope(file.source, scope), dotted)]
-        head, _, rest = dotted.partition(".")
-        own = self._own_class(_at_scope(file.source, scope))
-        if head in ("self", "cls", "super()") and rest:
-            if own is None:
-                return []
-            method = rest.partition(".")[0]
-            found: list[NameNode | ClassNode] = list(self._method(own, method, skip_own=head == "super()"))
-            return found or [*self._overrides(own, method)]
-        for prefix in _scopes(scope) if scope else [""]:
-            key = (file.source, prefix + head)
-            local: list[NameNode | ClassNode] = [*self.functions.get(key, []), *self.classes.get(key, [])]
-            if local:
-                return self._members(local, rest) if rest else local
-        return self._via_imports(f, head, 0, rest)
+        """What a dotted name used inside `scope` (a function's qualname, "" at module level) of a
+        file refers to; the file may be one the corpus does not hold (its refs are read here)."""
+        f = self.files.get(file.source)
+        if f is None or f.record.fingerprint != file.fingerprint:
+            f = _parse(file)
+        if file.lang == "python":
+            found = [t for t, _ in self._python_refer(f, scope, dotted, None)]
+        else:
+            found = [t for t, _ in self._named_call(f, file.source, scope, dotted)]
+        return list(dict.fromkeys(found))
 
     def mro(self, cls: ClassNode) -> list[ClassNode]:
-        """The class, then its bases depth first, each once."""
-        self.inheritance()
-        return self._mro(cls)
+        """The class and its bases, depth first, each once."""
+        if self._mros is not None and cls.id in self._mros:
+            return self._mros[cls.id]
+        order: list[ClassNode] = []
+        stack = [cls]
+        while stack:
+            current = stack.pop(0)
+            if current not in order:
+                order.append(current)
+                stack = [*self.bases.get(current.id, []), *stack]
+        if self._mros is not None:
+            self._mros[cls.id] = order
+        return order
 
     def members(self, cls: ClassNode) -> list[NameNode]:
-        """The methods defined in the class itself, in line order."""
-        if not self._by_class:
-            for (source, name), names in self.functions.items():
-                self._by_class[(source, name.rpartition(".")[0])] += names
-        return sorted(self._by_class.get((cls.source, cls.name), []), key=lambda n: n.start_line)
+        """The methods defined in the class itself."""
+        return list(self.own_methods.get((cls.source, cls.name), []))
 
     def class_at(self, source: str, scope: str) -> ClassNode | None:
         """The class whose method (or a function nested in one) `scope` is."""
-        return self._own_class(_at_scope(source, scope))
+        return self._class_at(source, scope)
 
     # -- the edges ---------------------------------------------------------------------------
     def edges(self) -> list[Edge]:
         """Every INHERITS, IMPORTS (FILE→FILE) and CALLS edge of the corpus, in a stable order."""
-        inherits = [Inherits(c.id, b.id) for c, b in self.inheritance()]
+        inherits = self._inherits
         imports = [
             Imports(f.record.id, self.files[target].record.id)
             for f in self.files.values()
@@ -139,20 +161,22 @@ class Linker:
                 caller = self.name_of.get(caller_id)
                 if caller is None:
                     continue
-                for target, resolution in self._resolve_call(f, caller, callee):
+                for target, resolution in self._resolve_call(f, caller, line, callee):
                     key = (caller_id, target.id)
                     if key not in calls or line < calls[key].line:
                         calls[key] = Calls(caller_id, target.id, line, resolution)
+            for caller_id, line, text, kind in f.accesses:
+                if text.rpartition(".")[2] not in self.property_names:
+                    continue
+                caller = self.name_of.get(caller_id)
+                for target in self._property(f, caller.name, line, text, kind) if caller is not None else []:
+                    key = (caller_id, target.id)
+                    if key not in calls or line < calls[key].line:
+                        calls[key] = Calls(caller_id, target.id, line, "property")
         records = [*inherits, *imports, *calls.values()]
         return sorted({r.edge() for r in records}, key=lambda e: (e.type.value, e.src, e.dst))
 
-    def inheritance(self) -> list[tuple[ClassNode, ClassNode]]:
-        """Every (class, base) pair of the corpus, resolved once (`bases` and `subclasses` filled)."""
-        if self._inherits is None:
-            self._inherits = list(self._resolve_bases())
-        return self._inherits
-
-    def _resolve_bases(self) -> Iterator[tuple[ClassNode, ClassNode]]:
+    def _inheritance(self) -> Iterator[tuple[ClassNode, ClassNode]]:
         for f in self.files.values():
             for class_name, base in f.bases:
                 for cls in self.classes.get((f.record.source, class_name), []):
@@ -185,55 +209,236 @@ class Linker:
         last = text.rpartition(".")[2]
         return self._tiered(self.classes_by_last.get((_family(f.record.lang), last), []), f.record)[0]
 
-    def _mro(self, cls: ClassNode) -> list[ClassNode]:
-        """The class and its bases, depth first, each once."""
-        order: list[ClassNode] = []
-        stack = [cls]
-        while stack:
-            current = stack.pop(0)
-            if current not in order:
-                order.append(current)
-                stack = [*self.bases.get(current.id, []), *stack]
-        return order
-
     def _method(self, cls: ClassNode, name: str, skip_own: bool = False) -> list[NameNode]:
-        for owner in self._mro(cls)[1 if skip_own else 0 :]:
+        for owner in self.mro(cls)[1 if skip_own else 0 :]:
             if found := self.functions.get((owner.source, f"{owner.name}.{name}")):
                 return found
         return []
 
     # -- calls -------------------------------------------------------------------------------
-    def _resolve_call(self, f: _File, caller: NameNode, callee: str) -> list[tuple[NameNode, str]]:
+    def _resolve_call(self, f: _File, caller: NameNode, line: int, callee: str) -> list[tuple[NameNode, str]]:
         if f.record.lang == "python":
-            return self._python_call(f, caller, callee)
-        return self._named_call(f, caller, callee)
+            return [
+                (n, how)
+                for target, how in self._python_refer(f, caller.name, callee, line)
+                for n in self._callable([target])
+            ]
+        receiver = callee.rpartition(".")[0]
+        typed = [kind for at, kind in f.declared.get(receiver, []) if caller.start_line <= at <= line]
+        return self._named_call(f, caller.source, caller.name, callee, typed[-1] if typed else None)
 
-    def _python_call(self, f: _File, caller: NameNode, callee: str) -> list[tuple[NameNode, str]]:
-        head, _, rest = callee.partition(".")
-        own = self._own_class(caller)
-        if head in ("self", "cls") and rest and "." not in rest and own is not None:
-            found = [(n, "self") for n in self._method(own, rest)]
-            return found + [(n, "override") for n in self._overrides(own, rest) if n not in found]
+    def _python_refer(
+        self, f: _File, scope: str, text: str, line: int | None
+    ) -> list[tuple[NameNode | ClassNode, str]]:
+        """What a dotted text used in a scope of a Python file refers to, and how it was found."""
+        head, _, rest = text.partition(".")
+        own = self._class_at(f.record.source, scope)
+        head = self._self_alias(f, scope, head)
+        if head in ("self", "cls") and own is not None and "." not in rest:
+            found: list[tuple[NameNode | ClassNode, str]] = [(n, "self") for n in self._method(own, rest)]
+            found += [(n, "override") for n in self._overrides(own, rest) if (n, "self") not in found]
+            if found or not rest:  # cls(): the class itself
+                return found or ([(own, "self")] if head == "cls" else [])
         if head == "super()" and rest and "." not in rest and own is not None:
             return [(n, "super") for n in self._method(own, rest, skip_own=True)]
-        if head == "super()":
-            return []
-        if "()." in callee:  # a method of an instance: C().m, for x = C(); x.m() and C(...).m()
-            made, _, method = callee.rpartition("().")
-            if "." in method or "?" in made:
-                return []
-            classes, _ = self._python_target(f, _scopes(caller.name), made)
-            return [(n, "instance") for c in classes if isinstance(c, ClassNode) for n in self._method(c, method)]
-        if head == "?" or (rest and "." not in rest and not self._bound(f, caller, head)):
-            return self._unique(f, rest.rpartition(".")[2] or head)
-        targets, how = self._python_target(f, _scopes(caller.name), callee)
-        return [(n, how) for n in self._callable(targets)]
+        if head in ("super()", "?"):
+            return list(self._unique(f, text.rpartition(".")[2])) if head == "?" else []
+        bound = "(" not in head and self._bound(f, scope, head)
+        if not rest or (bound and "(" not in text):
+            targets, how = self._python_target(f, _scopes(scope), text)
+            if targets or not rest:
+                return [(t, how) for t in targets]
+        receiver, _, member = text.rpartition(".")
+        values, how = self._values(f, scope, receiver, line)
+        found = [found for value in values for found in self._member_of(value, member, how)]
+        if not found and values:  # an attribute holding a class or a function: self.formatter_class()
+            held, how = self._attribute(values, member, how, 0)
+            found = [(node, how) for kind, node in held if kind in "cf"]
+        if found or values or "." in rest or "(" in text or bound or self._typed(f, scope, head):
+            return found
+        return list(self._unique(f, member))
 
-    def _own_class(self, caller: NameNode) -> ClassNode | None:
+    def _member_of(self, value: Value, member: str, how: str) -> list[tuple[NameNode | ClassNode, str]]:
+        """What `.member` of a value is: a method through the class and its bases (and, for an
+        instance of a declared type, the overrides in subclasses), or a nested class."""
+        kind, node = value
+        if not isinstance(node, ClassNode):
+            return []
+        found: list[tuple[NameNode | ClassNode, str]] = [(n, how) for n in self._method(node, member)]
+        if kind == "i" and how == "annotation":  # a declared type may be a subclass; a constructed one is not
+            found += [(n, "override") for n in self._overrides(node, member) if (n, how) not in found]
+        return found or [(c, how) for c in self.classes.get((node.source, f"{node.name}.{member}"), [])]
+
+    def _property(self, f: _File, scope: str, line: int, text: str, kind: str) -> list[NameNode]:
+        """The getter (get) or setter (set) that reading or writing `receiver.attr` runs."""
+        receiver, _, attr = text.rpartition(".")
+        values, _ = self._values(f, scope, receiver, line)
+        return [
+            n
+            for k, cls in values
+            if k == "i" and isinstance(cls, ClassNode)
+            for n in self._method(cls, attr)
+            if self._property_kind(n) == kind
+        ]
+
+    def _property_kind(self, function: NameNode) -> str | None:
+        f = self.files.get(function.source)
+        return f.properties.get((function.name, function.start_line)) if f is not None else None
+
+    # -- types ---------------------------------------------------------------------------------
+    def _values(self, f: _File, scope: str, text: str, line: int | None, depth: int = 0) -> tuple[list[Value], str]:
+        """What an expression of a scope may evaluate to (a class, an instance, a function), and how
+        its type was found (a _CERTAINTY); memoised, a cycle or a long chain gives nothing."""
+        line = line if (scope, text.partition(".")[0]) in f.narrowed else None  # lines matter only there
+        key = (f.record.source, f.record.fingerprint, scope, text, line)
+        if key in self._memo:
+            return self._memo[key]
+        if depth > _MAX_DEPTH:
+            return [], _CERTAINTY[0]
+        self._memo[key] = ([], _CERTAINTY[0])  # while evaluating: a cycle ends here
+        annotated = text.startswith(":")
+        segments = [(part.removesuffix("()"), part.endswith("()")) for part in text.lstrip(":").split(".")]
+        values, how, rest = self._head(f, scope, segments, line, depth)
+        for name, called in rest:
+            values, how = self._attribute(values, name, how, depth)
+            if called:
+                values, how = self._called(values, how, depth)
+        if annotated:
+            values = [("i", node) for kind, node in values if kind in "ic" and isinstance(node, ClassNode)]
+            how = _weakest(how, "annotation")
+        result = list(dict.fromkeys(values)), how
+        self._memo[key] = result
+        return result
+
+    def _head(
+        self, f: _File, scope: str, segments: list[tuple[str, bool]], line: int | None, depth: int
+    ) -> tuple[list[Value], str, list[tuple[str, bool]]]:
+        """The values of the first segments of an expression (a name, or a dotted module path), and
+        the segments left."""
+        name, called = segments[0]
+        own = self._class_at(f.record.source, scope)
+        values: list[Value] = []
+        how = _CERTAINTY[0]
+        if name in ("self", "cls") and own is not None:
+            values = [("i" if name == "self" else "c", own)]
+        elif name == "super" and called and own is not None:
+            return [("i", base) for base in self.bases.get(own.id, [])], how, segments[1:]
+        elif (local := self._local(f, scope, name)) is not None:
+            where, entries = local
+            narrowed = [e for e, first, last in entries if first and line is not None and first <= line <= last]
+            for expression in narrowed or [e for e, first, _ in entries if not first and e]:
+                found, found_how = self._values(f, where, expression, None, depth + 1)
+                values, how = values + found, _weakest(how, found_how)
+        else:
+            return self._module_path(f, scope, segments, depth)
+        if called:
+            values, how = self._called(values, how, depth)
+        return values, how, segments[1:]
+
+    def _module_path(
+        self, f: _File, scope: str, segments: list[tuple[str, bool]], depth: int
+    ) -> tuple[list[Value], str, list[tuple[str, bool]]]:
+        """The longest leading dotted name that names functions or classes of the corpus, else an
+        imported module-level variable."""
+        plain = next((i + 1 for i, (_, called) in enumerate(segments) if called), len(segments))
+        for cut in range(plain, 0, -1):
+            targets, _ = self._python_target(f, _scopes(scope), ".".join(n for n, _ in segments[:cut]))
+            if targets:
+                values: list[Value] = [("c" if isinstance(t, ClassNode) else "f", t) for t in targets]
+                how = _CERTAINTY[0]
+                if segments[cut - 1][1]:
+                    values, how = self._called(values, how, depth)
+                return values, how, segments[cut:]
+        values, how = self._imported_variable(f, segments[0][0], depth)
+        if values and segments[0][1]:
+            values, how = self._called(values, how, depth)
+        return values, how, segments[1:] if values else []
+
+    def _imported_variable(self, f: _File, name: str, depth: int) -> tuple[list[Value], str]:
+        """What a module-level variable imported by name (``from m import compat32``) holds."""
+        values: list[Value] = []
+        how = _CERTAINTY[0]
+        for module, attr in f.imports.get(name, []):
+            if attr is None:
+                continue
+            for source in self.by_module.get(module, []):
+                target = self.files[source]
+                for expression, _, _ in target.types.get(("", attr), []):
+                    found, found_how = (
+                        self._values(target, "", expression, None, depth + 1) if expression else ([], how)
+                    )
+                    values, how = values + found, _weakest(how, found_how)
+        return values, how
+
+    def _local(self, f: _File, scope: str, name: str) -> tuple[str, list[tuple[str, int, int]]] | None:
+        """The scope (the innermost enclosing function, or the module) that binds a name, and its facts."""
+        for where in _enclosing(scope):
+            if entries := f.types.get((where, name)):
+                return where, entries
+        return None
+
+    def _self_alias(self, f: _File, scope: str, name: str) -> str:
+        """``self`` (``cls``) for the first parameter of a method that names it otherwise (``__self``)."""
+        local = self._local(f, scope, name) if name not in ("self", "cls") else None
+        aliases = {e for e, _, _ in local[1] if e} if local is not None and local[0] == scope else set()
+        return aliases.pop() if aliases in ({"self"}, {"cls"}) else name
+
+    def _typed(self, f: _File, scope: str, name: str) -> bool:
+        """Whether a name is a local of the scope with facts (then an unknown result is no guess)."""
+        local = self._local(f, scope, name)
+        return local is not None and any(e for e, _, _ in local[1])
+
+    def _attribute(self, values: list[Value], name: str, how: str, depth: int) -> tuple[list[Value], str]:
+        """The values of `.name` on each value: an attribute's facts, a property's return, a method,
+        a nested class; `__class__` of an instance is its class."""
+        found: list[Value] = []
+        for kind, node in values:
+            if not isinstance(node, ClassNode):
+                continue
+            if name == "__class__" and kind == "i":
+                found.append(("c", node))
+                continue
+            facts = self._field(node, name, instance=kind == "i")
+            for owner, scope, expression in facts:
+                more, found_how = self._values(owner, scope, expression, None, depth + 1)
+                found, how = found + more, _weakest(how, found_how)
+            if facts:
+                continue
+            for method in self._method(node, name):
+                if kind == "i" and self._property_kind(method) == "get":
+                    more, how = self._called([("f", method)], how, depth)
+                    found += more
+                else:
+                    found.append(("f", method))
+            found += [("c", c) for c in self.classes.get((node.source, f"{node.name}.{name}"), [])]
+        return found, how
+
+    def _field(self, cls: ClassNode, name: str, instance: bool) -> list[tuple[_File, str, str]]:
+        """The facts of an attribute of a class or its instances, from the first class in the MRO
+        that assigns it: (file, scope, expression)."""
+        for owner in self.mro(cls):
+            f = self.files.get(owner.source)
+            entries = f.fields.get((owner.name, name)) if f is not None else None
+            if entries:
+                return [(f, scope, e) for scope, e, class_level in entries if instance or class_level]  # type: ignore[misc]
+        return []
+
+    def _called(self, values: list[Value], how: str, depth: int) -> tuple[list[Value], str]:
+        """What calling each value gives: an instance of a class, what a function returns."""
+        found: list[Value] = []
+        for kind, node in values:
+            if kind == "c" and isinstance(node, ClassNode):
+                found.append(("i", node))
+            elif kind == "f" and isinstance(node, NameNode) and (f := self.files.get(node.source)) is not None:
+                for expression in f.returns.get(node.name, []):
+                    more, found_how = self._values(f, node.name, expression, None, depth + 1)
+                    found, how = found + more, _weakest(how, _weakest(found_how, "inferred"))
+        return found, how
+
+    def _class_at(self, source: str, qualname: str) -> ClassNode | None:
         """The class of a method, or of the method a nested function is defined in (its `self`)."""
-        qualname = caller.name
         while True:
-            found = self.classes.get((caller.source, qualname.rpartition(".")[0]))
+            found = self.classes.get((source, qualname.rpartition(".")[0]))
             if found or ".<locals>." not in qualname:
                 return found[0] if found else None
             qualname = qualname[: qualname.rfind(".<locals>.")]
@@ -251,14 +456,14 @@ class Linker:
                 stack += self.subclasses.get(sub.id, [])
         return found
 
-    def _bound(self, f: _File, caller: NameNode, name: str) -> bool:
-        """Whether a name is a function, class or import of the caller's scopes or file."""
+    def _bound(self, f: _File, scope: str, name: str) -> bool:
+        """Whether a name is a function, class or import of the scopes or the file."""
         return (
             name in f.imports
             or name in ("self", "cls")
             or any(
                 (f.record.source, prefix + name) in self.functions or (f.record.source, prefix + name) in self.classes
-                for prefix in _scopes(caller.name)
+                for prefix in _scopes(scope)
             )
         )
 
@@ -277,11 +482,14 @@ class Linker:
             found: list[NameNode | ClassNode] = [*self.functions.get(key, []), *self.classes.get(key, [])]
             if found:
                 return (self._members(found, rest) if rest else found), "local"
-        return self._module_member(f.record.source, head, 0, rest), "import"
+        return self._module_member(f.record.source, head, 0, rest, f), "import"
 
-    def _module_member(self, source: str, name: str, hops: int, rest_of: str = "") -> list[NameNode | ClassNode]:
-        """What `name` (then `.rest_of`) is in a module file: its function or class, or what it imports."""
-        f = self.files.get(source)
+    def _module_member(
+        self, source: str, name: str, hops: int, rest_of: str = "", file: _File | None = None
+    ) -> list[NameNode | ClassNode]:
+        """What `name` (then `.rest_of`) is in a module file (`file`, when it is not the corpus's): its
+        function or class, or what it imports."""
+        f = file or self.files.get(source)
         if f is None or hops > _MAX_HOPS:
             return []
         if not rest_of:
@@ -295,10 +503,6 @@ class Linker:
             classes = self.classes.get((source, name))
             if classes and hops:
                 return list(self._members(list(classes), rest_of))
-        return self._via_imports(f, name, hops, rest_of)
-
-    def _via_imports(self, f: _File, name: str, hops: int, rest_of: str) -> list[NameNode | ClassNode]:
-        """What `name` (then `.rest_of`) is through the imports of a file, star imports last."""
         for module, attr in f.imports.get(name, []):
             dotted = ".".join(p for p in (module, attr, rest_of) if p)
             if found := self._dotted(dotted, hops + 1):
@@ -339,9 +543,20 @@ class Linker:
             found += self._method(target, "__init__") if isinstance(target, ClassNode) else [target]
         return found
 
-    def _named_call(self, f: _File, caller: NameNode, callee: str) -> list[tuple[NameNode, str]]:
+    def _named_call(
+        self, f: _File, source: str, scope: str, callee: str, declared: str | None = None
+    ) -> list[tuple[NameNode, str]]:
+        """A call in another language: through the receiver's declared type (the caller's own
+        class: self), the caller's own class, then by name in tiers."""
         receiver, _, name = callee.rpartition(".")
-        own = self._own_class(caller)
+        own = self._class_at(source, scope)
+        if declared is not None:  # Box (declared), Box() (constructed)
+            how = "instance" if declared.endswith("()") else "annotation"
+            last = declared.removesuffix("()")
+            classes, _ = self._tiered(self.classes_by_last.get((_family(f.record.lang), last), []), f.record)
+            typed = [(n, "self" if c == own else how) for c in classes for n in self._method(c, name)]
+            if typed:
+                return typed
         go_receiver = f.record.lang == "go" and receiver.isidentifier()
         if own is not None and (receiver in _SELF or receiver in _SUPER or receiver == "" or go_receiver):
             if found := self._method(own, name, skip_own=receiver in _SUPER):
@@ -373,9 +588,9 @@ def link_edges(files: Sequence[FileNode], classes: Sequence[ClassNode], names: S
     return Linker(files, classes, names).edges()
 
 
-def _at_scope(source: str, scope: str) -> NameNode:
-    """A stand-in NAME for code at `scope` of a file, to resolve its names as a caller's."""
-    return NameNode(id="", source=source, name=scope, row=None, lang="", start_line=0, end_line=0)
+def _weakest(how: str, other: str) -> str:
+    """The less certain of two ways a receiver's type was found."""
+    return max(how, other, key=_CERTAINTY.index)
 
 
 def _marked(found: Sequence[NameNode], tier: str) -> list[tuple[NameNode, str]]:
@@ -392,7 +607,32 @@ def _parse(record: FileNode) -> _File:
         else:
             imports[local].append((module, attr))
     calls = [(caller, line, callee) for caller, line, callee in refs["calls"]]
-    return _File(record, dict(imports), stars, calls, [(c, b) for c, b in refs["bases"]])
+    types: dict[tuple[str, str], list[tuple[str, int, int]]] = defaultdict(list)
+    for scope, name, expression, first, last in refs.get("types", []):
+        types[(scope, name)].append((expression, first, last))
+    fields: dict[tuple[str, str], list[tuple[str, str, bool]]] = defaultdict(list)
+    for cls, attr, scope, expression, class_level in refs.get("fields", []):
+        fields[(cls, attr)].append((scope, expression, bool(class_level)))
+    returns: dict[str, list[str]] = defaultdict(list)
+    for function, expression in refs.get("returns", []):
+        returns[function].append(expression)
+    declared: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for line, variable, kind in refs.get("declared", []):
+        declared[variable].append((line, kind))
+    return _File(
+        record,
+        dict(imports),
+        stars,
+        calls,
+        [(c, b) for c, b in refs["bases"]],
+        dict(types),
+        dict(fields),
+        dict(returns),
+        {(function, first): kind for function, first, kind in refs.get("properties", [])},
+        {key for key, entries in types.items() if any(first for _, first, _ in entries)},
+        refs.get("accesses", []),
+        dict(declared),
+    )
 
 
 def _family(lang: str) -> str:
@@ -401,6 +641,15 @@ def _family(lang: str) -> str:
 
 def _package(file: FileNode) -> str:
     return file.module if file.module is not None else str(Path(file.source).parent)
+
+
+def _enclosing(scope: str) -> list[str]:
+    """A function's qualname, those of the functions enclosing it, then "" (the module)."""
+    found = [scope] if scope else []
+    while ".<locals>." in scope:
+        scope = scope[: scope.rfind(".<locals>.")]
+        found.append(scope)
+    return [*found, ""]
 
 
 def _scopes(qualname: str) -> list[str]:

@@ -30,9 +30,10 @@ PARTS = ("functions", "rows", "chunks", "json")
 STRUCTURE_LABELS = (Label.FILE, Label.CLASS, Label.MODULE)
 DEFAULT_CHUNK_SIZE = 2000
 #: Bump when extraction changes what a file yields, so that every file is rebuilt.
-GRAPH_VERSION = 5  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
+GRAPH_VERSION = 6  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
 # 4: FILE, CLASS and MODULE nodes, CONTAINS, and the references linking turns into CALLS, IMPORTS, INHERITS;
-# 5: each FILE keeps the stubs of its classes and constants (refs["stubs"]) for definitions context
+# 5: each FILE keeps the stubs of its classes and constants (refs["stubs"]) for definitions context;
+# 6: type facts in refs for the resolver, and @overload stubs folded into their implementation
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,15 @@ function whose span holds its line; calls outside every function are left out.
 
 ``refs`` holds ``{"imports": [[local, module, attr, line]], "calls": [[caller NAME id, line, callee]],
 "bases": [[class name, base]]}``: ``callee`` and ``base`` are dotted texts as written (``f``,
-``self.m``, ``z.f``, ``super().m``; ``C().m`` for a method of a local variable assigned only
-``C(...)``; ``?.m`` for a method of another receiver); Python imports
-are absolute (relative ones resolved against the file's module), ``attr`` is null for ``import x``
-and ``local`` is ``*`` for a star import.
+``self.m``, ``z.f``, ``x.m``, ``super().m``; ``C().m``, ``self.f().m`` for a method of what a call
+returns; ``x.__class__.m`` for ``type(x).m``; ``?.m`` for a method of another receiver); Python
+imports are absolute (relative ones resolved against the file's module), ``attr`` is null for
+``import x`` and ``local`` is ``*`` for a star import. Python files add the type facts of
+ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``overloads`` (the
+signatures of the ``@overload`` stubs folded into a function) and ``accesses``
+(``[[caller NAME id, line, receiver.attr, get|set]]``); Java, C#, TypeScript and Go files add
+``declared``: ``[[line, variable, type]]`` for the variables and parameters their functions type
+(``Box()`` when a constructor gives the type).
 """
 
 from __future__ import annotations
@@ -25,10 +30,11 @@ from pathlib import Path
 
 from tree_sitter import Node as TsNode
 
+from ingest.python_types import TypeFacts, accesses, type_facts
 from pkg.code.languages import LANGUAGES, node_text
 from pkg.code.stubs import first_lines, python_stubs
 from pkg.code.syntax_tree import parse_python, parser
-from pkg.graph import Label, content_id
+from pkg.graph import Label, content_id, text_hash
 from pkg.schema import ClassNode, Contains, FileNode, Imports, ModuleNode, NameNode, NodeRecord, RelRecord
 
 
@@ -41,6 +47,8 @@ class Structure:
     bases: list[tuple[str, str]] = field(default_factory=list)  # (class name, base as written)
     imports: list[tuple[str, str, str | None, int]] = field(default_factory=list)
     calls: list[tuple[int, str]] = field(default_factory=list)  # (line, callee as written)
+    facts: TypeFacts | None = None  # Python: what receivers may hold (ingest.python_types)
+    declared: list[tuple[int, str, str]] = field(default_factory=list)  # other languages: (line, variable, type)
 
 
 def file_structure(
@@ -51,12 +59,17 @@ def file_structure(
     found = python_structure(source, text) if lang == "python" else tree_structure(lang, text)
     file_id = content_id(Label.FILE, source)
     calls = [[caller.id, line, callee] for line, callee in found.calls if (caller := innermost(names, line))]
-    refs = {
+    refs: dict[str, object] = {
         "imports": [list(i) for i in found.imports],
         "calls": calls,
         "bases": [list(b) for b in found.bases],
         "stubs": python_stubs(text) if lang == "python" else first_lines(text, found.classes),
+        "sha256": text_hash(text),  # definitions context reuses these refs for the file as it was built
     }
+    if found.facts is not None:
+        refs |= _fact_refs(found.facts, names)
+    if found.declared:
+        refs["declared"] = [list(d) for d in found.declared]
     records: list[NodeRecord | RelRecord] = [
         FileNode(
             id=file_id,
@@ -83,6 +96,23 @@ def file_structure(
     return records
 
 
+def _fact_refs(facts: TypeFacts, names: Sequence[NameNode]) -> dict[str, object]:
+    """The type facts as refs keys; each function's accesses once per (text, kind), at the first line."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for line, text, kind in facts.accesses:
+        if (caller := innermost(names, line)) is not None:
+            key = (caller.id, text, kind)
+            seen[key] = min(line, seen.get(key, line))
+    return {
+        "types": facts.types,
+        "fields": facts.fields,
+        "returns": facts.returns,
+        "properties": facts.properties,
+        "overloads": facts.overloads,
+        "accesses": [[caller, line, text, kind] for (caller, text, kind), line in seen.items()],
+    }
+
+
 def innermost(names: Sequence[NameNode], line: int) -> NameNode | None:
     """The function with the smallest span holding the line (the later one on a tie), or None."""
     best: NameNode | None = None
@@ -107,17 +137,22 @@ def python_module(path: Path) -> str:
     return ".".join(parts) or path.parent.name
 
 
-def python_structure(source: str, text: str) -> Structure:
-    """Classes, imports and calls of a Python file, as ``ast`` reads it."""
+def python_structure(source: str, text: str, tree: ast.Module | None = None, types: bool = True) -> Structure:
+    """Classes, imports and calls of a Python file, as ``ast`` reads it (`tree`, when the caller parsed
+    it already), and the type facts of its receivers unless `types` is off."""
     path = Path(source)
     found = Structure(module=python_module(path))
-    try:
-        tree = parse_python(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return found
+    if tree is None:
+        try:
+            tree = parse_python(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return found
     module = found.module or ""
     package = module if path.stem == "__init__" else module.rpartition(".")[0]
     _PythonReader(found, package).visit_scope(tree, "")
+    if types:
+        found.facts = type_facts(tree)
+        found.facts.accesses = list(accesses(tree))
     return found
 
 
@@ -127,8 +162,6 @@ class _PythonReader:
     def __init__(self, found: Structure, package: str) -> None:
         self.found = found
         self.package = package
-        self.instances: dict[str, str] = {}  # variable -> the callee whose result it holds
-        self.fields: dict[str, str] = {}  # attribute of self -> the callee whose result it holds
 
     def visit_scope(self, node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
@@ -142,18 +175,14 @@ class _PythonReader:
             self.found.bases.extend((name, text) for base in node.bases if (text := dotted(base)))
             for part in (*node.decorator_list, *node.bases, *node.keywords):
                 self.visit(part, prefix)
-            outer, self.fields = self.fields, _fields(node)
             for statement in node.body:
                 self.visit(statement, f"{name}.")
-            self.fields = outer
             return
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
                 self.visit(part, prefix)
-            outer, self.instances = self.instances, {**self.instances, **_instances(node)}
             for statement in node.body:
                 self.visit(statement, f"{prefix}{node.name}.<locals>.")
-            self.instances = outer
             return
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -168,12 +197,6 @@ class _PythonReader:
                     self.found.imports.append((alias.asname or alias.name, module, attr, node.lineno))
         elif isinstance(node, ast.Call):
             if callee := dotted(node.func):
-                head, dot, rest = callee.partition(".")
-                field, _, method = rest.partition(".")
-                if dot and head in self.instances:  # x = C(...); x.m(): C's method, if C is a class
-                    callee = f"{self.instances[head]}().{rest}"
-                elif head == "self" and method and "." not in method and field in self.fields:  # self.x = C(...)
-                    callee = f"{self.fields[field]}().{method}"
                 self.found.calls.append((node.lineno, callee))
         self.visit_scope(node, prefix)
 
@@ -185,33 +208,6 @@ class _PythonReader:
         return ".".join([*base, *([module] if module else [])])
 
 
-def _instances(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
-    """The local variables of a function assigned only the result of one named callee (``x = C(...)``)."""
-    found: dict[str, set[str]] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            value = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    found.setdefault(target.id, set()).add(value if value and "?" not in value else "")
-    return {name: value for name, (value, *others) in found.items() if not others and value}
-
-
-def _fields(cls: ast.ClassDef) -> dict[str, str]:
-    """The attributes of `self` that the class's methods assign only the result of one named callee
-    (``self.x = C(...)``)."""
-    found: dict[str, set[str]] = {}
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            value = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
-            for target in targets:
-                if isinstance(target, ast.Attribute) and _is_name(target.value, "self"):
-                    found.setdefault(target.attr, set()).add(value if value and "?" not in value else "")
-    return {name: value for name, (value, *others) in found.items() if not others and value}
-
-
 def _is_name(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
@@ -219,6 +215,8 @@ def _is_name(node: ast.expr, name: str) -> bool:
 def dotted(node: ast.expr) -> str | None:
     """A callee or base as dotted text: ``a.b.c``, ``super().m``, ``?.m`` (receiver of another kind)."""
     parts: list[str] = []
+    if isinstance(node, ast.Call) and _is_name(node.func, "type") and len(node.args) == 1:
+        return f"{dotted(node.args[0]) or '?'}.__class__"  # type(self)(...): the class of self
     while isinstance(node, ast.Attribute):
         parts.insert(0, node.attr)
         node = node.value
@@ -226,8 +224,10 @@ def dotted(node: ast.expr) -> str | None:
         parts.insert(0, node.id)
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and parts:
         parts.insert(0, "super()")
-    elif isinstance(node, ast.Call) and parts and (called := dotted(node.func)) and "(" not in called:
-        parts.insert(0, f"{called}()")  # C(...).m(): C's method, if C is a class
+    elif isinstance(node, ast.Call) and _is_name(node.func, "type") and len(node.args) == 1 and parts:
+        parts.insert(0, f"{dotted(node.args[0]) or '?'}.__class__")  # type(self).m
+    elif isinstance(node, ast.Call) and parts and (called := dotted(node.func)) and "?" not in called:
+        parts.insert(0, f"{called}()")  # C(...).m(), self.f().m(): a method of what the call returns
     elif parts:
         parts.insert(0, "?")
     return ".".join(parts) or None
@@ -364,6 +364,85 @@ def _callee(text: str) -> str | None:
     return f"?.{last.group()}" if last else None
 
 
+#: Nodes that declare typed variables or parameters (Java, C#, TypeScript, Go).
+_DECLARATIONS = frozenset(
+    {
+        "formal_parameter",  # Java
+        "local_variable_declaration",  # Java
+        "parameter",  # C#
+        "variable_declaration",  # C#
+        "required_parameter",  # TypeScript
+        "optional_parameter",
+        "variable_declarator",  # TypeScript (Java's and C#'s are read from their declaration)
+        "parameter_declaration",  # Go
+        "var_spec",
+        "short_var_declaration",
+    }
+)
+_CONSTRUCTED = ("object_creation_expression", "new_expression", "composite_literal")
+_TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def _declared(node: TsNode) -> list[tuple[int, str, str]]:
+    """(line, variable, type name) for each variable a declaration types, by its declared type or
+    by the constructor it is given (``Box()``: ``var x = new Box()``, ``x := &Box{}``)."""
+    line = node.start_point.row + 1
+    if node.type == "short_var_declaration":
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        names = [c for c in left.named_children] if left is not None else []
+        values = [c for c in right.named_children] if right is not None else []
+        return [(line, node_text(n), t) for n, v in zip(names, values, strict=False) if (t := _constructed(v))]
+    declared = node.child_by_field_name("type")
+    kind = _type_name(node_text(declared)) if declared is not None else None
+    if node.type in ("local_variable_declaration", "variable_declaration"):  # Java, C#: type then declarators
+        found = []
+        for d in node.named_children:
+            if d.type == "variable_declarator" and (name := d.child_by_field_name("name") or d.named_children[0]):
+                value = d.child_by_field_name("value") or next(
+                    (c for c in d.named_children if c.type in _CONSTRUCTED), None
+                )
+                t = kind if kind not in (None, "var") else (_constructed(value) if value is not None else None)
+                if t:
+                    found.append((line, node_text(name), t))
+        return found
+    if (
+        node.type == "variable_declarator"
+        and node.parent is not None
+        and node.parent.type
+        in (
+            "local_variable_declaration",
+            "variable_declaration",
+        )
+    ):
+        return []
+    named = node.child_by_field_name("name") or node.child_by_field_name("pattern")
+    if named is None or named.type not in ("identifier", "field_identifier"):
+        return []
+    if kind is None and (value := node.child_by_field_name("value")) is not None:
+        kind = _constructed(value)
+    return [(line, node_text(named), kind)] if kind else []
+
+
+def _constructed(value: TsNode) -> str | None:
+    """``Box()`` for a value that constructs a Box (``new Box()``, ``&Box{}``), or None."""
+    if value.type == "unary_expression" and value.named_children:
+        value = value.named_children[0]
+    if value.type not in _CONSTRUCTED:
+        return None
+    constructor = value.child_by_field_name("type") or value.child_by_field_name("constructor")
+    if constructor is None:
+        constructor = next((c for c in value.named_children if c.type in ("identifier", "type_identifier")), None)
+    kind = _type_name(node_text(constructor)) if constructor is not None else None
+    return f"{kind}()" if kind else None
+
+
+def _type_name(text: str) -> str | None:
+    """The class a type text names: ``: Box``, ``*Box``, ``pkg.Box``, ``Box<T>`` -> Box."""
+    text = re.sub(r"<.*", "", text.lstrip(":*& \t")).strip()
+    names = _TYPE_NAME.findall(text.rpartition(".")[2])
+    return names[0] if len(names) == 1 else None
+
+
 def tree_structure(lang: str, text: str) -> Structure:
     """Classes, bases and calls of a file in a tree-sitter language; the package (Java, Go, C#)."""
     spec, grammar = LANGUAGES[lang], _GRAMMARS[lang]
@@ -385,6 +464,8 @@ class _Tree:
             inner, inside = prefix, in_function
             if child.type in self.spec.file_scopes and (scope := self.spec.own_name(child)):
                 prefix = inner = f"{prefix}{scope}."
+            if in_function and child.type in _DECLARATIONS:
+                self.found.declared += _declared(child)
             if child.type in self.grammar.calls:
                 callee = self.grammar.calls[child.type](child)
                 if callee and (plain := _callee(callee)):

@@ -520,7 +520,7 @@ def _calls_command(callers: bool) -> Any:
         type=click.IntRange(min=1),
         default=20,
         show_default=True,
-        help="At most this many functions of that name.",
+        help="At most this many callers (callees) of each function; the rest are counted.",
     )
     @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
     @_db_option
@@ -532,7 +532,7 @@ def _calls_command(callers: bool) -> Any:
             return
         if not found:
             raise click.ClickException(f"no function named {name!r}")
-        for function, calls in found:
+        for function, calls, left_out in found:
             click.echo(f"{function.name}  {function.source}:{function.start_line}")
             for call in calls:
                 where = f"{call.function.source}:{call.function.start_line}"
@@ -540,6 +540,8 @@ def _calls_command(callers: bool) -> Any:
                     f"  {'<-' if callers else '->'} {call.function.name}  {where}  "
                     f"(line {call.line}, {call.resolution})"
                 )
+            if left_out:
+                click.echo(f"  ... {left_out} more (--limit {limit})")
 
     return command
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ingest.parse import DEFAULT_CHUNK_SIZE, PARTS, BuildReport, parse_corpus
 from ingest.sources import MAX_FILE_BYTES, Structurer
@@ -51,6 +51,18 @@ class Call:
     resolution: str
 
 
+class FunctionCalls(NamedTuple):
+    """A function, its first calls (callers or callees) by line, and how many more the limit left out."""
+
+    function: NameNode
+    calls: list[Call]
+    left_out: int
+
+
+#: How many functions of one name `calls` answers for.
+NAME_MATCHES = 20
+
+
 def function_json(function: NameNode) -> dict[str, Any]:
     """A function's name, file, lines and language, as `pkg graph` and `pkg serve` answer them."""
     return {
@@ -66,16 +78,18 @@ def _by_line(call: Call) -> tuple[int, str, str]:
     return call.line, call.function.name, call.function.source
 
 
-def calls_json(found: list[tuple[NameNode, list[Call]]], callers: bool) -> list[dict[str, Any]]:
-    """What `KnowledgeBase.calls` found, as JSON: each function with its `callers` or `callees`."""
+def calls_json(found: list[FunctionCalls], callers: bool) -> list[dict[str, Any]]:
+    """What `KnowledgeBase.calls` found, as JSON: each function with its `callers` or `callees` and
+    how many of them the limit `left_out`."""
     return [
         {
             **function_json(function),
             "callers" if callers else "callees": [
                 {**function_json(call.function), "line": call.line, "resolution": call.resolution} for call in calls
             ],
+            "left_out": left_out,
         }
-        for function, calls in found
+        for function, calls, left_out in found
     ]
 
 
@@ -209,18 +223,20 @@ class KnowledgeBase:
             exclude_sources=exclude_sources,
         )
 
-    def calls(self, name: str, callers: bool = False, limit: int = 20) -> list[tuple[NameNode, list[Call]]]:
-        """At most `limit` functions whose qualified name is `name` or ends with "." + name, each with
-        the functions it calls (with `callers`: that call it), by line."""
-        contexts = self.store.contexts(self.store.find_functions(name, None, limit))
-        functions = [r for r in self.store.nodes([c.function.name_id for c in contexts]) if isinstance(r, NameNode)]
+    def calls(self, name: str, callers: bool = False, limit: int = 20) -> list[FunctionCalls]:
+        """The functions (each once, at most NAME_MATCHES) whose qualified name is `name` or ends with
+        "." + name, each with its first `limit` callees (with `callers`: callers) by line."""
+        contexts = self.store.contexts(self.store.find_functions(name, None, NAME_MATCHES))
+        ids = list(dict.fromkeys(c.function.name_id for c in contexts))
+        functions = [r for r in self.store.nodes(ids) if isinstance(r, NameNode)]
         edges = self.store.calls([f.id for f in functions], callers)
         others = {r.id: r for r in self.store.nodes(sorted({e.other_id for e in edges})) if isinstance(r, NameNode)}
         found: dict[str, list[Call]] = {f.id: [] for f in functions}
         for e in edges:
             found[e.name_id].append(Call(others[e.other_id], e.line, e.resolution))
         # by line, then name: ids hash the file's path, so an order by id would change with the checkout
-        return [(f, sorted(found[f.id], key=_by_line)) for f in functions]
+        ordered = {f.id: sorted(found[f.id], key=_by_line) for f in functions}
+        return [FunctionCalls(f, ordered[f.id][:limit], max(len(ordered[f.id]) - limit, 0)) for f in functions]
 
     def file_outline(self, path: str) -> list[tuple[int, NodeRecord]]:
         """What the files whose path is `path` (or ends with "/" + path) contain, depth first: each FILE

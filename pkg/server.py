@@ -473,7 +473,11 @@ Budget = Annotated[
 ]
 FunctionName = Annotated[str, Field(description="Qualified name (`Class.method`) or its last parts (`method`).")]
 Limit = Annotated[
-    int, Field(description="At most this many functions of that name, at least 1.", json_schema_extra={"minimum": 1})
+    int,
+    Field(
+        description="At most this many callers (callees) of each function, at least 1; `left_out` counts the rest.",
+        json_schema_extra={"minimum": 1},
+    ),
 ]
 
 
@@ -678,7 +682,8 @@ class Tools:
                 f"line {c.line}, {c.resolution}"
                 for c in calls
             )
-            for f, calls in found
+            + (f"\n  ... {left_out} more" if left_out else "")
+            for f, calls, left_out in found
         )
         return _result({"functions": calls_json(found, callers)}, shown or f"no function named {name!r}")
 

@@ -39,7 +39,7 @@ from pkg.code.languages import language_for
 from pkg.code.signatures import signature
 from pkg.code.syntax_tree import parse_python
 from pkg.errors import ConfigError
-from pkg.graph import Label
+from pkg.graph import Label, text_hash
 from pkg.schema import ClassNode, FileNode, NameNode
 from pkg.stores.base import GraphStore
 from retrieval.tokenize import estimate_tokens
@@ -133,13 +133,47 @@ class CodeIndex:
         classes = [r for r in store.label_records(Label.CLASS) if isinstance(r, ClassNode)]
         names = [r for r in store.label_records(Label.NAME) if isinstance(r, NameNode)] if files else []
         self.linker = Linker(files, classes, names)
-        self.linker.inheritance()
         self.files = {f.source: f for f in files}
-        self.stubs: dict[str, dict[str, Any]] = {f.source: json.loads(f.refs).get("stubs", {}) for f in files}
         self.classes = {c.id: c for c in classes}
         self.names = {n.id: n for n in names}
         self._signatures: dict[str, str] = {}
+        self._refs: dict[str, dict[str, Any]] = {}
+        self._tops: dict[str, list[tuple[str, int, int]]] = {}
+        self._classes_by_source: dict[str, list[ClassNode]] = {}
+        for cls in classes:
+            if "." not in cls.name:
+                self._classes_by_source.setdefault(cls.source, []).append(cls)
         self._lock = threading.Lock()
+
+    def refs(self, source: str) -> dict[str, Any]:
+        """The references a file's build recorded (read once)."""
+        if source not in self._refs:
+            self._refs[source] = json.loads(self.files[source].refs)
+        return self._refs[source]
+
+    def stubs(self, source: str) -> dict[str, Any]:
+        """The class and constant stub tables of a file (empty for a file built before they were kept)."""
+        return self.refs(source).get("stubs", {}) if source in self.files else {}
+
+    def top_level(self, source: str) -> set[str]:
+        """The names a file defines at its top level: functions, classes, constants."""
+        return {name for name, _, _ in self._top_definitions(source)} | set(self.stubs(source).get("constants", {}))
+
+    def top_level_span(self, source: str, line: int) -> tuple[int, int] | None:
+        """The lines of the file's top-level function or class that holds the line."""
+        return next(((a, b) for _, a, b in self._top_definitions(source) if a <= line <= b), None)
+
+    def _top_definitions(self, source: str) -> list[tuple[str, int, int]]:
+        if source not in self._tops:
+            functions = [(n.name, n.start_line, n.end_line) for n in self.linker.own_methods.get((source, ""), [])]
+            classes = [(c.name, c.start_line, c.end_line) for c in self._classes_by_source.get(source, [])]
+            self._tops[source] = sorted(functions + classes, key=lambda t: t[1])
+        return self._tops[source]
+
+    def unchanged(self, source: str, text: str) -> FileNode | None:
+        """The file's record when the index holds it built from exactly this text."""
+        stored = self.files.get(source)
+        return stored if stored is not None and self.refs(source).get("sha256") == text_hash(text) else None
 
     def signatures(self, names: Sequence[NameNode]) -> dict[str, str]:
         """Each function's signature with its docstring's first line, by NAME id, read once."""
@@ -195,10 +229,22 @@ class CodeAtHand:
     near: tuple[int, int] = (0, 0)  # the lines `near` covers
     imports: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
     base_classes: list[ClassNode] | None = None  # what the own class's bases resolve to, once known
+    tree: ast.Module | None = None  # Python that parses: its uses are read from the tree when asked
+    text: str = ""
+    whole: bool = True  # whether the tree is the whole text's (else only the definition around the line)
+
+    def uses_in(self, window: tuple[int, int] | None) -> list[_Use]:
+        """The uses on the lines of the window (all of them for None)."""
+        if window is None and not self.whole:
+            self.tree, self.whole = _lenient_parse(self.text, self.line)[0], True
+        if self.tree is not None:
+            return list(_python_uses(self.tree, window))
+        return [u for u in self.uses if window is None or window[0] <= u.line <= window[1]]
 
 
-def read_code(path: str, text: str | None, line: int | None) -> CodeAtHand:
-    """The code at hand: `text` (else the file at `path`) at `line` (default: its last line)."""
+def read_code(path: str, text: str | None, line: int | None, index: CodeIndex | None = None) -> CodeAtHand:
+    """The code at hand: `text` (else the file at `path`) at `line` (default: its last line); a file the
+    `index` holds as it is keeps the references its build recorded (its type facts included)."""
     if text is None:
         try:
             text = Path(path).read_text(encoding="utf-8")
@@ -210,30 +256,53 @@ def read_code(path: str, text: str | None, line: int | None) -> CodeAtHand:
         raise ConfigError(f"line {line} is outside {path} ({len(lines)} lines)")
     lang = language_for(Path(path)) or "python"
     if lang == "python":
-        return _python_code(path, text, line)
+        stored = index.unchanged(path, text) if index else None
+        if index is not None and stored is not None and (code := _indexed_code(index, stored, text, line)):
+            return code
+        return _python_code(path, text, line, stored)
     return _other_code(path, lang, text, line)
 
 
-def _python_code(path: str, text: str, line: int) -> CodeAtHand:
-    tree, text = _lenient_parse(text, line)
-    found = python_structure(path, text)
-    refs = {
-        "imports": [list(i) for i in found.imports],
-        "calls": [],
-        "bases": [list(b) for b in found.bases],
-    }
-    record = FileNode(id="", source=path, lang="python", fingerprint="", module=found.module, refs=json.dumps(refs))
-    code = CodeAtHand(path, "python", line, record)
-    for bound, module, attr, _ in found.imports:
+def _indexed_code(index: CodeIndex, stored: FileNode, text: str, line: int) -> CodeAtHand | None:
+    """A file the index holds as it is: the references its build recorded, and only the top-level
+    function or class around the line parsed (a large module costs what that definition costs; the
+    whole file is parsed only when all its names are asked for). None when the line is in no definition."""
+    span = index.top_level_span(stored.source, line)
+    if span is None:
+        return None
+    start, end = span
+    try:
+        tree = parse_python("\n".join(text.splitlines()[start - 1 : end]))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    ast.increment_lineno(tree, start - 1)
+    code = CodeAtHand(stored.source, "python", line, stored, tree=tree, text=text, whole=False)
+    for bound, module, attr, _ in index.refs(stored.source)["imports"]:
+        code.imports.setdefault(bound, []).append((module, attr))
+    scope, own_class, near, local, members = _scope_at(tree, line)
+    code.scope, code.own_class, code.near, code.local, code.members = scope, own_class, near, local, members
+    return code
+
+
+def _python_code(path: str, text: str, line: int, stored: FileNode | None) -> CodeAtHand:
+    tree, parsed = _lenient_parse(text, line)
+    if stored is not None:
+        record, imports = stored, [tuple(i) for i in json.loads(stored.refs)["imports"]]
+    else:
+        found = python_structure(path, parsed, tree, types=False)
+        refs = {"imports": [list(i) for i in found.imports], "calls": [], "bases": [list(b) for b in found.bases]}
+        record = FileNode(id="", source=path, lang="python", fingerprint="", module=found.module, refs=json.dumps(refs))
+        imports = found.imports
+    code = CodeAtHand(path, "python", line, record, tree=tree)
+    for bound, module, attr, _ in imports:
         code.imports.setdefault(bound, []).append((module, attr))
     if tree is None:
-        code.uses = list(_dotted_words(text))
+        code.uses = list(_dotted_words(parsed))
         code.near = (max(1, line - NEAR_LINES), line + NEAR_LINES)
         return code
     code.defined = _module_names(tree)
     scope, own_class, near, local, members = _scope_at(tree, line)
     code.scope, code.own_class, code.near, code.local, code.members = scope, own_class, near, local, members
-    code.uses = list(_python_uses(tree))
     return code
 
 
@@ -334,10 +403,13 @@ def _bound_in(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return names
 
 
-def _python_uses(node: ast.AST) -> Iterator[_Use]:
+def _python_uses(node: ast.AST, window: tuple[int, int] | None) -> Iterator[_Use]:
     """The dotted names the code loads (`f`, `z.f`, `self.m`, `super().m`: a chain once, not its parts),
-    with their lines; an import counts as a use of what it binds, on its own line."""
+    with their lines, in the statements that reach into the window; an import counts as a use of what it
+    binds, on its own line."""
     for child in ast.iter_child_nodes(node):
+        if window and isinstance(child, ast.stmt) and not _overlaps(child, window):
+            continue
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield from (_Use(a.asname or a.name.partition(".")[0], child.lineno) for a in child.names if a.name != "*")
         elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) and (text := _dotted(child)):
@@ -345,7 +417,11 @@ def _python_uses(node: ast.AST) -> Iterator[_Use]:
         elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
             yield _Use(child.id, child.lineno)
         else:
-            yield from _python_uses(child)
+            yield from _python_uses(child, window)
+
+
+def _overlaps(statement: ast.stmt, window: tuple[int, int]) -> bool:
+    return _first_line(statement) <= window[1] and (statement.end_lineno or statement.lineno) >= window[0]
 
 
 def _dotted(node: ast.Attribute) -> str | None:
@@ -455,7 +531,7 @@ def _constant(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str, 
 
 def _module_constant(index: CodeIndex, module: str, name: str, hops: int) -> tuple[str, str, int, str] | None:
     for source in index.linker.by_module.get(module, []):
-        constants = index.stubs.get(source, {}).get("constants", {})
+        constants = index.stubs(source).get("constants", {})
         if name in constants:
             line, text = constants[name]
             return source, name, line, text
@@ -473,7 +549,10 @@ def _with_stored_imports(index: CodeIndex, code: CodeAtHand) -> None:
     stored = index.files.get(code.path)
     if stored is None or stored.lang != code.lang:
         return
-    refs = json.loads(stored.refs)
+    code.defined |= index.top_level(code.path)
+    if code.record is stored:
+        return
+    refs = index.refs(code.path)
     mine = json.loads(code.record.refs)
     known = {tuple(i[:3]) for i in mine["imports"]}
     extra = [i for i in refs["imports"] if tuple(i[:3]) not in known]
@@ -482,9 +561,6 @@ def _with_stored_imports(index: CodeIndex, code: CodeAtHand) -> None:
     mine["imports"] += extra
     mine["bases"] += [b for b in refs["bases"] if b not in mine["bases"]]
     code.record = replace(code.record, refs=json.dumps(mine))
-    tables = index.linker
-    code.defined |= {n for (source, n) in [*tables.functions, *tables.classes] if source == code.path and "." not in n}
-    code.defined |= set(index.stubs.get(code.path, {}).get("constants", {}))
 
 
 def _weight(code: CodeAtHand, use: _Use) -> float:
@@ -495,10 +571,7 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
     """The definitions the code's external names reach, weighted by nearness; and the external names."""
     found: dict[str, _Found] = {}
     external: dict[str, None] = {}
-    low, high = code.near
-    for use in code.uses:
-        if reach is Reach.NEAR and not low <= use.line <= high:
-            continue
+    for use in code.uses_in(code.near if reach is Reach.NEAR else None):
         if not _external(code, use):
             continue
         external[use.dotted] = None
@@ -624,7 +697,7 @@ class _ClassStub:
 
 
 def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str]) -> _ClassStub:
-    table = index.stubs.get(cls.source, {}).get("classes", {}).get(cls.name, {})
+    table = index.stubs(cls.source).get("classes", {}).get(cls.name, {})
     header = table.get("header") or f"class {cls.name.rpartition('.')[2]}:"
     methods = [
         m
@@ -681,8 +754,8 @@ def definitions_context(
     if budget < 0:
         raise ConfigError("the budget must not be negative")
     count = count_tokens or estimate_tokens
-    code = read_code(path, text, line)
     index = code_index(store)
+    code = read_code(path, text, line, index)
     _with_stored_imports(index, code)
     found, external = _collect(index, code, names)
     found = {k: f for k, f in found.items() if _source(f) not in exclude_sources}

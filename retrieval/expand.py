@@ -68,16 +68,24 @@ def _ranked(hit: NodeContext, edges: Sequence[CallEdge], others: dict[str, NameN
 
 
 def _signatures(store: GraphStore, names: Sequence[NameNode]) -> dict[str, str]:
-    """The signature of each function, by NAME id, read from its IMPL; an anonymous function's (a
-    JavaScript arrow function, a Go func literal) behind the name it is bound to."""
+    """The signature of each function, by NAME id, read from its IMPL; a method's named with its
+    class (``def Parser.__init__(self)``); an anonymous function's (a JavaScript arrow function, a
+    Go func literal) behind the name it is bound to."""
     found = {}
     for name in names:
         impls = store.contexts(store.find_functions(name.name, name.source, _NAME_MATCHES))
         impl = next((c for c in impls if c.function.name_id == name.id), None)
         if impl is not None:
             text = signature(impl.text, impl.function.lang)
-            bound = name.name.rsplit(".", 1)[-1]
-            found[name.id] = text if bound in text.split("\n", 1)[0] else f"{bound} = {text}"
+            owner, _, bound = name.name.rpartition(".")
+            first, newline, rest = text.partition("\n")
+            if bound not in first:
+                found[name.id] = f"{bound} = {text}"
+            elif owner and not owner.endswith("<locals>") and owner.rpartition(".")[2] not in first:
+                # a method, named with its class (a Go method's receiver names it already)
+                found[name.id] = first.replace(f"{bound}(", f"{owner}.{bound}(", 1) + newline + rest
+            else:
+                found[name.id] = text
     return found
 
 

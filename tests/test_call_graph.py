@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from bench.bench_call_graph import SMALL, measure
-from ingest.link import link_edges
+from ingest.link import Linker, link_edges
 from ingest.parse import parse_corpus
+from ingest.structure import file_structure
 from pkg.embedders import CachedEmbedder
 from pkg.graph import Edge, Rel
 from pkg.knowledge_base import KnowledgeBase
@@ -133,7 +134,8 @@ def test_python_names_resolve_through_scopes_imports_and_classes(tmp_path: Path)
         ("other", "helper", "local"),
         ("Base.area", "Base.scale", "self"),
         ("Base.area", "Square.scale", "override"),  # self may be a Square
-        ("Base.make", "Base.build", "self"),  # cls.build(); cls() itself names no function
+        ("Base.make", "Base.build", "self"),  # cls.build()
+        ("Base.build", "Base.__init__", "self"),  # cls(): the class itself
         ("Square.scale", "Base.scale", "super"),
         ("Square.both.<locals>.inner", "helper", "import"),  # from .util import helper as h
         ("Square.both", "Square.both.<locals>.inner", "local"),
@@ -172,6 +174,243 @@ def test_python_names_resolve_through_scopes_imports_and_classes(tmp_path: Path)
     }
 
 
+_TYPED = {
+    "app/__init__.py": "",
+    "app/core.py": """\
+        from __future__ import annotations
+
+        from typing import Optional, Self
+
+
+        class Formatter:
+            def __init__(self):
+                self.width = 80
+
+            def write(self, text):
+                return text
+
+
+        class Plain(Formatter):
+            def write(self, text):
+                return text.upper()
+
+
+        class Context:
+            formatter_class = Formatter
+
+            def __init__(self, parent: Context | None = None):
+                self.parent = parent
+                self.formatter = self.formatter_class()
+
+            @property
+            def depth(self) -> int:
+                return 0 if self.parent is None else self.parent.depth + 1
+
+            @depth.setter
+            def depth(self, value):
+                self.fixed = value
+
+            def invoke(self, name: str) -> str:
+                return self.formatter.write(name)
+
+            def child(self) -> Self:
+                return type(self)(self)
+
+            @classmethod
+            def root(cls):
+                return cls._make()
+
+            @classmethod
+            def _make(cls):
+                return cls()
+
+
+        class Command:
+            def run(self, ctx: Context, out: Formatter):
+                return out.write(ctx.invoke("run"))
+
+            def parent_of(self, ctx: Optional["Context"]):
+                return ctx.parent.invoke("up")
+
+            def made(self):
+                ctx = Context.root()
+                return ctx.child().invoke("x")
+
+
+        class Shape:
+            def area(self):
+                return self.size() * 2
+
+
+        class Square(Shape):
+            def size(self):
+                return 1
+
+
+        class Circle(Shape):
+            def size(self):
+                return 3
+
+
+        def make_context() -> "Context":
+            c = Context()
+            c.depth = 3
+            return c
+
+
+        PLAIN = Plain()
+        """,
+    "main.py": """\
+        import typing as t
+
+        from app.core import PLAIN, Context, Square, make_context
+
+
+        def describe(shape, other):
+            if isinstance(shape, Square):
+                return shape.size()
+            with Context() as ctx:
+                ctx.invoke("w")
+            other.size()
+            return make_context().depth
+
+
+        class Runner:
+            def go(__this, ctx: t.Optional["Context"]):
+                __this.stop()
+                return ctx.invoke("go")
+
+            def stop(self):
+                return None
+
+
+        def render(out=PLAIN):
+            return out.write(PLAIN.write("x"))
+        """,
+}
+
+
+def test_python_receivers_resolve_through_types(tmp_path: Path) -> None:
+    """Annotations (X | None, Optional, strings, Self), constructor calls, return types, attributes
+    of self and of the class (one holding a class), with, isinstance, cls(), type(self)(...),
+    abstract dispatch and properties: each edge with the resolution that found it."""
+    _write(tmp_path, _TYPED)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Context.__init__", "Formatter.__init__", "instance"),  # self.formatter_class(): a class attribute
+        ("Context.depth", "Context.depth", "property"),  # self.parent.depth: the getter
+        ("Context.invoke", "Formatter.write", "instance"),  # self.formatter = self.formatter_class(): no subclass
+        ("Context.child", "Context.__init__", "instance"),  # type(self)(self)
+        ("Context.root", "Context._make", "self"),
+        ("Context._make", "Context.__init__", "self"),  # cls()
+        ("Command.run", "Context.invoke", "annotation"),  # ctx: Context
+        ("Command.run", "Formatter.write", "annotation"),  # out: Formatter, which may be a Plain
+        ("Command.run", "Plain.write", "override"),
+        ("Command.parent_of", "Context.invoke", "annotation"),  # parent: Context | None
+        ("Command.made", "Context.root", "local"),
+        ("Command.made", "Context.child", "inferred"),  # root() returns cls._make(), which returns cls()
+        ("Command.made", "Context.invoke", "inferred"),  # child() -> Self
+        ("Shape.area", "Square.size", "override"),  # defined only in subclasses
+        ("Shape.area", "Circle.size", "override"),
+        ("make_context", "Context.__init__", "local"),
+        ("make_context", "Context.depth", "property"),  # c.depth = 3: the setter
+        ("describe", "Square.size", "annotation"),  # isinstance(shape, Square); other.size() is unknown
+        ("describe", "Context.__init__", "import"),
+        ("describe", "Context.invoke", "instance"),  # with Context() as ctx
+        ("describe", "make_context", "import"),
+        ("describe", "Context.depth", "property"),  # make_context() -> "Context"
+        ("Runner.go", "Runner.stop", "self"),  # __this: the first parameter
+        ("Runner.go", "Context.invoke", "annotation"),  # t.Optional["Context"]
+        ("render", "Plain.write", "instance"),  # PLAIN = Plain() in the module imported from; out=PLAIN
+    }
+    by_id = {r.id: r for r in records.values() if isinstance(r, NameNode)}
+    accessors = {
+        (by_id[e.src].name, by_id[e.dst].start_line)
+        for e in edges
+        if e.type is Rel.CALLS and e.props["resolution"] == "property"
+    }
+    assert accessors == {("Context.depth", 26), ("make_context", 30), ("describe", 26)}  # getter 26, setter 30
+
+
+def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
+    """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
+    _write(tmp_path, _TYPED)
+    records, _ = _graph([tmp_path])
+    files = [r for r in records.values() if isinstance(r, FileNode)]
+    classes = [r for r in records.values() if isinstance(r, ClassNode)]
+    linker = Linker(files, classes, [r for r in records.values() if isinstance(r, NameNode)])
+    core = next(f for f in files if f.source.endswith("core.py"))
+
+    def names(found: list[NameNode | ClassNode]) -> list[tuple[str, str]]:
+        return [(type(n).__name__, n.name) for n in found]
+
+    assert names(linker.resolve(core, "Command.parent_of", "ctx.parent.invoke")) == [("NameNode", "Context.invoke")]
+    assert names(linker.resolve(core, "Context.invoke", "self.formatter.write")) == [("NameNode", "Formatter.write")]
+    assert names(linker.resolve(core, "Command.run", "out.write")) == [
+        ("NameNode", "Formatter.write"),
+        ("NameNode", "Plain.write"),
+    ]
+    assert names(linker.resolve(core, "Context.root", "cls._make")) == [("NameNode", "Context._make")]
+    assert names(linker.resolve(core, "", "Context")) == [("ClassNode", "Context")]
+    assert names(linker.resolve(core, "Command.made", "ctx")) == []  # a variable, not a definition
+    assert linker.resolve(core, "Command.run", "ctx.no_such_method") == []
+    edited = textwrap.dedent("""\
+        from app.core import Context
+
+
+        def fresh(c: Context):
+            return c.child()
+        """)
+    [unindexed] = [
+        r for r in file_structure(str(tmp_path / "scratch.py"), "python", edited, "f0", []) if isinstance(r, FileNode)
+    ]
+    assert names(linker.resolve(unindexed, "fresh", "c.child")) == [("NameNode", "Context.child")]
+    plain, formatter, context = (next(c for c in classes if c.name == n) for n in ("Plain", "Formatter", "Context"))
+    assert linker.mro(plain) == [plain, formatter]
+    assert [n.name for n in linker.members(formatter)] == ["Formatter.__init__", "Formatter.write"]
+    assert sorted(n.name for n in linker.members(context)).count("Context.depth") == 2  # getter and setter
+
+
+def test_overload_stubs_fold_into_their_implementation(tmp_path: Path) -> None:
+    """One function per @overload family (the implementation), its stubs' signatures kept in refs;
+    a stub with no implementation after it stays a function."""
+    _write(
+        tmp_path,
+        {
+            "picks.py": """\
+                import typing as t
+                from typing import overload
+
+
+                @overload
+                def pick(x: int) -> int: ...
+                @t.overload
+                def pick(x: str) -> str: ...
+                def pick(x):
+                    return x
+
+
+                @overload
+                def lone(x: int) -> int: ...
+
+
+                def use():
+                    return pick(1)
+                """
+        },
+    )
+    records, edges = _graph([tmp_path])
+    functions = sorted((r.name, r.start_line) for r in records.values() if isinstance(r, NameNode))
+    assert functions == [("lone", 13), ("pick", 9), ("use", 17)]
+    assert _named(records, edges, Rel.CALLS) == {("use", "pick", "local")}
+    [file] = [r for r in records.values() if isinstance(r, FileNode)]
+    assert json.loads(file.refs)["overloads"] == [
+        ["pick", "def pick(x: int) -> int"],
+        ["pick", "def pick(x: str) -> str"],
+        ["lone", "def lone(x: int) -> int"],
+    ]
+
+
 # -- the other languages, hand-counted ----------------------------------------------------------
 #: Per fixture: its CONTAINS, INHERITS and CALLS edges, counted by hand.
 LANGUAGE_CASES: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]], set[tuple[str, ...]]]] = {
@@ -202,8 +441,8 @@ LANGUAGE_CASES: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]], set[
         set(),
         {
             ("Counter.Add", "Counter.Get", "self"),
-            ("Total", "Counter.Add", "local"),
-            ("Total", "Counter.Get", "local"),
+            ("Total", "Counter.Add", "instance"),  # c := &Counter{}
+            ("Total", "Counter.Get", "instance"),
             ("Total", "helper", "local"),
         },
     ),
@@ -281,7 +520,7 @@ LANGUAGE_CASES: dict[str, tuple[set[tuple[str, ...]], set[tuple[str, ...]], set[
         # this.items.push(x) is a method of a field: not Stack.push
         {
             ("Stack.push", "Stack.size", "self"),
-            ("fill", "Stack.push", "local"),
+            ("fill", "Stack.push", "instance"),  # const s = new Stack()
             ("fill", "report", "local"),
             ("report", "Stack.size", "local"),
         },
@@ -297,6 +536,40 @@ def test_language_structure_is_exactly_the_hand_count(fixture: str) -> None:
     assert _named(records, edges, Rel.INHERITS) == inherits
     assert _named(records, edges, Rel.CALLS) == calls
     assert len([e for e in edges if e.type is Rel.CALLS]) == len(calls)
+
+
+#: Per fixture of tests/fixtures/typed: its CALLS edges, counted by hand. Box and Bag both define
+#: size; by name each call would reach both (ambiguous), the receiver's declared type picks one.
+TYPED_CASES: dict[str, set[tuple[str, str, str]]] = {
+    "Typed.java": {
+        ("Use.count", "Box.size", "annotation"),  # Box b
+        ("Use.weigh", "Bag.size", "annotation"),  # Bag g = new Bag()
+        ("Use.guess", "Box.size", "instance"),  # var h = new Box()
+    },
+    "Typed.cs": {
+        ("Store.Use.Count", "Store.Box.Size", "annotation"),
+        ("Store.Use.Weigh", "Store.Bag.Size", "annotation"),
+        ("Store.Use.Guess", "Store.Box.Size", "instance"),  # var h = new Box()
+    },
+    "typed.ts": {
+        ("count", "Box.size", "annotation"),  # b: Box
+        ("weigh", "Bag.size", "instance"),  # const g = new Bag()
+        ("guess", "Box.size", "annotation"),  # const h: Box = ...
+    },
+    "typed.go": {
+        ("Bag.Twice", "Bag.Size", "self"),  # x *Bag, the receiver
+        ("Bag.Twice", "Box.Size", "annotation"),  # b *Box, not the receiver
+        ("Count", "Box.Size", "annotation"),
+        ("Weigh", "Bag.Size", "instance"),  # g := &Bag{}
+        ("Guess", "Box.Size", "annotation"),  # var h Box
+    },
+}
+
+
+@pytest.mark.parametrize("fixture", sorted(TYPED_CASES))
+def test_receivers_typed_by_declarations(fixture: str) -> None:
+    records, edges = _graph([FIXTURES / "typed" / fixture])
+    assert _named(records, edges, Rel.CALLS) == TYPED_CASES[fixture]
 
 
 # -- stores: cross-file edges follow incremental builds -----------------------------------------
@@ -318,13 +591,13 @@ def test_cross_file_edges_follow_edits_and_deletions(
     build([root], store, module_embedder, parts={"functions"})
     first = snapshot(store)
     kb = KnowledgeBase(tmp_path / "kb", store, module_embedder)  # the store queries the CLI uses
-    assert {(c.function.name, c.line, c.resolution) for _, calls in kb.calls("run") for c in calls} == {
+    assert {(c.function.name, c.line, c.resolution) for _, calls, _ in kb.calls("run") for c in calls} == {
         ("Base.__init__", 7, "import"),
         ("other", 8, "import"),
         ("helper", 9, "import"),
         ("Square.both", 10, "instance"),
     }
-    assert {c.function.name for _, calls in kb.calls("helper", callers=True) for c in calls} == {
+    assert {c.function.name for _, calls, _ in kb.calls("helper", callers=True) for c in calls} == {
         "other",
         "Square.both.<locals>.inner",
         "Square.both",
@@ -373,6 +646,13 @@ def test_the_cli_shows_callers_callees_and_files(tmp_path: Path) -> None:
         ("Base.area", 13, "self"),
         ("Base.scale", 13, "self"),
     ]
+    capped = run_cli("graph", "callees", "Square.side", "--db", db, "--limit", "1")
+    assert capped.stdout.splitlines()[1:] == [
+        f"  -> Base.area  {STRUCTURE / 'Shapes.java'}:8  (line 13, self)",
+        "  ... 1 more (--limit 1)",
+    ]
+    capped_json = run_cli("graph", "callees", "Square.side", "--db", db, "--limit", "1", "--format", "json")
+    assert [(f["left_out"], len(f["callees"])) for f in json.loads(capped_json.stdout)] == [(1, 1)]
     callers = run_cli("graph", "callers", "Counter.Get", "--db", db)
     assert callers.returncode == 0, callers.stderr
     assert [line.split()[:2] for line in callers.stdout.splitlines()[1:]] == [["<-", "Counter.Add"], ["<-", "Total"]]

@@ -87,10 +87,12 @@ def _ast_functions(tree: ast.Module, source: str) -> dict[tuple[str, int, int], 
     functions: dict[tuple[str, int, int], list[Span]] = {}
 
     def visit(parent: ast.AST, prefix: str) -> None:
-        for node in ast.iter_child_nodes(parent):
+        children = list(ast.iter_child_nodes(parent))
+        for index, node in enumerate(children):
             if isinstance(node, _FUNCTION_NODES):
                 key = (prefix + node.name, _ast_start(node), node.end_lineno)
-                functions[key] = _ast_blocks(node, lines)
+                if not _folded(node, children[index + 1 :]):
+                    functions[key] = _ast_blocks(node, lines)
                 visit(node, f"{prefix}{node.name}.<locals>.")
             elif isinstance(node, ast.ClassDef):
                 visit(node, f"{prefix}{node.name}.")
@@ -99,6 +101,15 @@ def _ast_functions(tree: ast.Module, source: str) -> dict[tuple[str, int, int], 
 
     visit(tree, "")
     return functions
+
+
+def _folded(node: ast.FunctionDef | ast.AsyncFunctionDef, later: list[ast.AST]) -> bool:
+    """An @overload stub with an implementation (a definition of its name, no stub) after it."""
+
+    def stub(n: ast.AST) -> bool:
+        return any(ast.unparse(d).rpartition(".")[2] == "overload" for d in getattr(n, "decorator_list", []))
+
+    return stub(node) and any(isinstance(n, _FUNCTION_NODES) and n.name == node.name and not stub(n) for n in later)
 
 
 def _code_qualnames(source: str) -> Counter[tuple[str, int]]:

@@ -113,7 +113,7 @@ def test_callees_of_go_and_javascript_hits_in_call_site_order(built: Built) -> N
         "// calls:\n// func (c *Counter) Add(k int) int\n// func (c *Counter) Get() int\n// func helper(v int) int",
     )
     fill = built.top("fill", expand="callees")  # an arrow function shows behind the name it is bound to
-    assert (fill.name, fill.expansion) == ("fill", "// calls:\n// push(x)\n// report = (s) =>")
+    assert (fill.name, fill.expansion) == ("fill", "// calls:\n// Stack.push(x)\n// report = (s) =>")  # a method
 
 
 def test_callers_of_a_hit(built: Built) -> None:
@@ -137,7 +137,8 @@ def test_expansion_is_cut_to_its_budget(built: Built) -> None:
 def test_expansion_leaves_out_excluded_files_and_follows_calls_across_files(built: Built) -> None:
     query = "dumps obj skipkeys ensure_ascii"
     dumps = built.top(query, expand="callees")  # json/__init__.py calls JSONEncoder.encode of json/encoder.py
-    assert dumps.name == "dumps" and dumps.expansion.startswith('# calls:\n# def encode(self, o):\n#     """')
+    expansion = '# calls:\n# def JSONEncoder.encode(self, o):\n#     """'  # a method, named with its class
+    assert dumps.name == "dumps" and dumps.expansion.startswith(expansion)
     hidden = built.top(query, expand="callees", exclude_sources=frozenset({str(STDLIB / "json" / "encoder.py")}))
     assert (hidden.id, hidden.expansion, hidden.pruned_text) == (dumps.id, "", dumps.text)
 

@@ -465,14 +465,17 @@ class _AstReader:
     def blocks_under(self, node: ast.AST, prefix: str) -> tuple[Block, ...]:
         """Return the blocks of the compound statements directly in ``node``'s suites, in source
         order; ``prefix`` is the qualname prefix of definitions there."""
+        statements = list(_suite_statements(node, self.lines))
+        stubs = overload_stubs(statements)
         return tuple(
-            self._block(statement, kind, prefix)
-            for statement in _suite_statements(node, self.lines)
+            self._block(statement, kind, prefix, function=id(statement) not in stubs)
+            for statement in statements
             if (kind := _AST_KINDS.get(type(statement))) is not None
         )
 
-    def _block(self, node: ast.stmt, kind: str, prefix: str) -> Block:
-        """Build the block of compound statement ``node``, recording it as a function if it is one."""
+    def _block(self, node: ast.stmt, kind: str, prefix: str, function: bool = True) -> Block:
+        """Build the block of compound statement ``node``, recording it as a function if it is one
+        (and `function`: an ``@overload`` stub is a block of its scope, not a function)."""
         qualname = prefix + getattr(node, "name", "")
         if kind == "class":
             inner_prefix = f"{qualname}."
@@ -482,9 +485,31 @@ class _AstReader:
             inner_prefix = prefix
         start, end = _first_line(node, self.lines), node.end_lineno or node.lineno
         block = Block(kind, start, end, dedented(self.lines[start - 1 : end]), self.blocks_under(node, inner_prefix))
-        if kind.endswith("def"):
+        if kind.endswith("def") and function:
             self.functions.append(Function.of_block(qualname, block))
         return block
+
+
+def is_overload(node: ast.AST) -> bool:
+    """Whether a definition is an ``@overload`` stub (``overload``, ``typing.overload``, ``t.overload``)."""
+    return any(
+        (isinstance(d, ast.Name) and d.id == "overload") or (isinstance(d, ast.Attribute) and d.attr == "overload")
+        for d in getattr(node, "decorator_list", ())
+    )
+
+
+def overload_stubs(statements: list[ast.stmt]) -> set[int]:
+    """The ids of the ``@overload`` stubs among the statements of one suite that an implementation
+    (a later definition of the same name, not a stub) follows: they fold into it."""
+    stubs: set[int] = set()
+    pending: dict[str, list[int]] = {}
+    for statement in statements:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            if is_overload(statement):
+                pending.setdefault(statement.name, []).append(id(statement))
+            else:
+                stubs.update(pending.pop(statement.name, []))
+    return stubs
 
 
 def _suite_statements(node: ast.AST, lines: list[str]) -> Iterator[ast.stmt]:

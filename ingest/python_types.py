@@ -1,0 +1,335 @@
+"""The type facts of a Python file that the linking pass (ingest.link) evaluates to follow receivers:
+what each local variable, ``self`` attribute, class attribute and function return may hold, which
+functions are properties, and which attribute reads and writes may run one.
+
+A fact's value is an *expression*: a dotted chain as written, each call kept as ``()``
+(``C()``, ``self._get_formatter()``, ``ctx.obj``; ``type(x)`` is ``x.__class__``), evaluated in the
+scope that wrote it; a leading ``:`` marks an annotation (an instance of what the chain names:
+``:Context``, ``:self`` for ``Self``). ``Optional[X]``, ``X | None``, ``Union[...]``, string
+annotations and ``type[X]`` (the class itself) are read; other generics keep their origin.
+A name bound in any other way (a loop target, an unpacking, an unreadable value) has no facts: it
+may hold anything. ``x = None`` binds nothing new.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pkg.code.languages import is_overload
+
+# typing's names, matched by their last part (``typing.Optional``, ``t.Optional``, ``Optional``)
+_UNIONS = {"Optional", "Union"}
+_WRAPPERS = {"Annotated", "ClassVar", "Final"}
+_CLASS_OF = {"type", "Type"}
+_SELF = {"Self"}
+_GETTERS = {"property", "functools.cached_property", "cached_property", "abc.abstractproperty"}
+_MAX_UNION = 4  # more alternatives than this is not a type worth following
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass
+class TypeFacts:
+    """The facts of one file, as the refs JSON keeps them (see the module docstring)."""
+
+    #: [scope, variable, expression, first line, last line]; lines 0, 0: the whole scope; expression
+    #: "": a local name (a parameter, a loop variable) that may hold anything
+    types: list[list[str | int]] = field(default_factory=list)
+    #: [class, attribute, scope that assigns it, expression, 1 if set in the class body else 0]
+    fields: list[list[str | int]] = field(default_factory=list)
+    returns: list[list[str]] = field(default_factory=list)  # [function, expression]
+    overloads: list[list[str]] = field(default_factory=list)  # [function, signature of one @overload stub]
+    properties: list[list[str | int]] = field(default_factory=list)  # [function, first line, get|set|del]
+    accesses: list[tuple[int, str, str]] = field(default_factory=list)  # (line, receiver.attr, get|set)
+
+
+def expression(node: ast.expr) -> str | None:
+    """An expression as a dotted chain with calls kept as ``()``, or None when it is no such chain."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = expression(node.value)
+        return f"{base}.{node.attr}" if base else None
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1:
+            base = expression(node.args[0])
+            return f"{base}.__class__" if base else None
+        called = expression(node.func)
+        return f"{called}()" if called else None
+    return None
+
+
+def annotation(node: ast.expr | None) -> list[str]:
+    """The expressions an annotation gives (one per union member), None left out."""
+    if node is None:
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return annotation(ast.parse(node.value, mode="eval").body)
+        except SyntaxError:
+            return []
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return annotation(node.left) + annotation(node.right)
+    if isinstance(node, ast.Subscript):
+        origin = (expression(node.value) or "").rpartition(".")[2]
+        members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if origin in _UNIONS:
+            return [a for member in members for a in annotation(member)]
+        if origin in _WRAPPERS:
+            return annotation(members[0])
+        if origin in _CLASS_OF:
+            return [a[1:] for a in annotation(members[0])]  # the class itself, not an instance
+        return annotation(node.value)
+    text = expression(node)
+    if text is None or text == "None" or "(" in text:
+        return []
+    return [":self" if text.rpartition(".")[2] in _SELF else f":{text}"]
+
+
+def type_facts(tree: ast.Module) -> TypeFacts:
+    """The type facts of a parsed module."""
+    facts = TypeFacts()
+    _Reader(facts).scope(tree, "", list(_own_nodes(tree)))
+    return facts
+
+
+class _Reader:
+    def __init__(self, facts: TypeFacts) -> None:
+        self.facts = facts
+
+    def scope(self, node: Function | ast.Module, qualname: str, nodes: list[ast.AST]) -> None:
+        """The facts of one function (or the module, qualname ""), whose own nodes are `nodes`,
+        then of what it defines."""
+        for name, values in _bindings(node, nodes).items():
+            self.facts.types += [[qualname, name, v, 0, 0] for v in values or [""]]
+        self.facts.types += [[qualname, *narrowed] for narrowed in _narrowing(node, nodes)]
+        prefix = f"{qualname}.<locals>." if qualname else ""
+        for child in nodes:
+            if isinstance(child, ast.ClassDef):
+                self.klass(child, prefix + child.name, qualname)
+            elif isinstance(child, Function):
+                self.function(child, prefix + child.name, list(_own_nodes(child)))
+
+    def klass(self, node: ast.ClassDef, qualname: str, outer: str) -> None:
+        body = ast.Module(body=node.body, type_ignores=[])
+        class_level = _bindings(body, list(_own_nodes(body)), class_body=True)
+        self.facts.fields += [[qualname, name, outer, v, 1] for name, values in class_level.items() for v in values]
+        for child in node.body:
+            if isinstance(child, ast.ClassDef):
+                self.klass(child, f"{qualname}.{child.name}", outer)
+            elif isinstance(child, Function):
+                method = f"{qualname}.{child.name}"
+                if (kind := _property_kind(child)) is not None:
+                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    self.facts.properties.append([method, first, kind])
+                this = child.args.posonlyargs[:1] or child.args.args[:1]
+                nodes = list(_own_nodes(child))
+                if this and this[0].arg not in ("self", "cls") and not _is_static(child):  # def forward(__self)
+                    self.facts.types.append([method, this[0].arg, "cls" if _is_classmethod(child) else "self", 0, 0])
+                if this:
+                    for name, values in _attributes(this[0].arg, nodes).items():
+                        self.facts.fields += [[qualname, name, method, v, 0] for v in values]
+                self.function(child, method, nodes)
+
+    def function(self, node: Function, qualname: str, nodes: list[ast.AST]) -> None:
+        self.facts.returns += [[qualname, v] for v in _returns(node, nodes)]
+        if is_overload(node):  # a stub: its signature is kept, its return type joins the implementation's
+            self.facts.overloads.append([qualname, signature(node)])
+            return
+        self.scope(node, qualname, nodes)
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a scope, breadth first, not descending into the functions and classes it
+    defines (yielded)."""
+    queue = deque(ast.iter_child_nodes(node))
+    while queue:
+        child = queue.popleft()
+        yield child
+        if not isinstance(child, Function | ast.ClassDef | ast.Lambda):
+            queue.extend(ast.iter_child_nodes(child))
+
+
+def _bindings(node: ast.AST, nodes: list[ast.AST], class_body: bool = False) -> dict[str, list[str]]:
+    """Each name the scope binds: its distinct expressions (annotations win over assignments), none
+    when one of its values is unreadable (the name is local but may hold anything)."""
+    declared: dict[str, list[str]] = {}
+    assigned: dict[str, list[str | None]] = {}
+    if isinstance(node, Function):
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults) :], args.defaults))
+        defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+        for arg in [*positional, *args.kwonlyargs]:
+            if declared_types := annotation(arg.annotation):
+                declared[arg.arg] = declared_types
+            elif arg.arg in defaults and not _is_none(defaults[arg.arg]):
+                assigned.setdefault(arg.arg, []).append(expression(defaults[arg.arg]))
+    for child in nodes:
+        for name, value, is_annotation in _bound(child):
+            if is_annotation:
+                declared.setdefault(name, []).extend(annotation(value))
+            elif value is None or not _is_none(value):
+                assigned.setdefault(name, []).append(expression(value) if value is not None else None)
+    if class_body:
+        for child in node.body if isinstance(node, ast.Module) else []:
+            if isinstance(child, Function | ast.ClassDef):
+                assigned.setdefault(child.name, []).append(None)  # a method, not an attribute holding a value
+    found = {name: list(dict.fromkeys(values)) for name, values in declared.items()}
+    for name, values in assigned.items():
+        if name not in found:
+            known = list(dict.fromkeys(v for v in values if v))
+            found[name] = known if None not in values else []
+    if isinstance(node, Function):
+        named = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        found |= {a.arg: [] for a in named if a.arg not in found and a.arg not in ("self", "cls")}
+        found |= {a.arg: [] for a in (args.vararg, args.kwarg) if a is not None}
+    return {name: values if len(values) <= _MAX_UNION else [] for name, values in found.items()}
+
+
+def _bound(node: ast.AST) -> Iterator[tuple[str, ast.expr | None, bool]]:
+    """(name, value, whether the value is an annotation) for each plain name a node binds; value
+    None: bound to something unreadable."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                yield target.id, node.value, False
+            else:
+                yield from ((n, None, False) for n in _stored(target))
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        yield node.target.id, node.annotation, True
+        if node.value is not None:
+            yield node.target.id, node.value, False
+    elif isinstance(node, ast.NamedExpr):
+        yield node.target.id, node.value, False
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        if isinstance(node.optional_vars, ast.Name):
+            yield node.optional_vars.id, node.context_expr, False
+        else:
+            yield from ((n, None, False) for n in _stored(node.optional_vars))
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        yield node.name, node.type, True
+    elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension | ast.AugAssign):
+        yield from ((n, None, False) for n in _stored(node.target))
+
+
+def _stored(target: ast.AST) -> list[str]:
+    """The plain names a target binds (``a, *b``; not those an attribute or subscript target reads)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for element in target.elts for n in _stored(element)]
+    return _stored(target.value) if isinstance(target, ast.Starred) else []
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _narrowing(node: ast.AST, nodes: list[ast.AST]) -> Iterator[list[str | int]]:
+    """[variable, annotation, first, last] for ``if isinstance(x, C):`` bodies and what follows an
+    ``assert isinstance(x, C)`` in its block."""
+    for child in nodes:
+        if isinstance(child, ast.If) and child.body:
+            first, last = child.body[0].lineno, child.body[-1].end_lineno or child.body[-1].lineno
+        elif isinstance(child, ast.Assert):
+            first, last = child.lineno, getattr(node, "end_lineno", None) or child.lineno
+        else:
+            continue
+        for var, cls in _isinstance(child.test):
+            narrowed: list[str | int] = [var, cls, first, last]
+            yield narrowed
+
+
+def _isinstance(test: ast.expr) -> list[tuple[str, str]]:
+    if not (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+    ):
+        return []
+    classes = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+    return [(test.args[0].id, f":{text}") for c in classes if (text := expression(c)) and "(" not in text]
+
+
+def _attributes(this: str, nodes: list[ast.AST]) -> dict[str, list[str]]:
+    """The attributes of `this` that a method assigns: each one's distinct expressions, or none when
+    one of its values is unreadable (then the attribute may hold anything)."""
+    values: dict[str, list[str | None]] = {}
+    for node in nodes:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):
+            targets, value = [node.target], node.annotation
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == this:
+                if isinstance(node, ast.AnnAssign):
+                    values.setdefault(target.attr, []).extend(annotation(value))
+                elif value is not None and not _is_none(value):
+                    values.setdefault(target.attr, []).append(expression(value))
+    return {
+        name: list(dict.fromkeys(v for v in found if v))
+        for name, found in values.items()
+        if None not in found and 0 < len(found) <= _MAX_UNION
+    }
+
+
+def _returns(function: Function, nodes: list[ast.AST]) -> list[str]:
+    """What a function returns: its annotation, else the expressions of its return statements when
+    every one is readable (a generator returns nothing to follow)."""
+    if function.returns is not None:
+        return annotation(function.returns)
+    found: list[str | None] = []
+    for node in nodes:
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return []
+        if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
+            found.append(expression(node.value))
+    return [] if None in found or len(set(found)) > _MAX_UNION else list(dict.fromkeys(v for v in found if v))
+
+
+def _is_static(function: Function) -> bool:
+    return any(expression(d) == "staticmethod" for d in function.decorator_list)
+
+
+def _is_classmethod(function: Function) -> bool:
+    return any(expression(d) == "classmethod" for d in function.decorator_list) or function.name in (
+        "__new__",
+        "__init_subclass__",
+        "__class_getitem__",
+    )
+
+
+def signature(function: Function) -> str:
+    """A definition's first line as Python would print it: ``def f(x: int) -> str``."""
+    prefix = "async def" if isinstance(function, ast.AsyncFunctionDef) else "def"
+    returns = f" -> {ast.unparse(function.returns)}" if function.returns is not None else ""
+    return f"{prefix} {function.name}({ast.unparse(function.args)}){returns}"
+
+
+def _property_kind(function: Function) -> str | None:
+    for decorator in function.decorator_list:
+        text = expression(decorator) or ""
+        if text in _GETTERS:
+            return "get"
+        if text.endswith((".setter", ".deleter")) and text.count(".") == 1:
+            return "set" if text.endswith(".setter") else "del"
+    return None
+
+
+def accesses(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
+    """(line, receiver.attr, get|set) of each attribute read or written (not called) on a readable
+    receiver: the accesses that may run a property."""
+    called: set[int] = set()
+    for node in ast.walk(tree):  # breadth first: a call comes before its callee
+        if isinstance(node, ast.Call):
+            called.add(id(node.func))
+        elif isinstance(node, ast.Attribute) and id(node) not in called and not isinstance(node.ctx, ast.Del):
+            if text := expression(node):
+                yield node.lineno, text, "set" if isinstance(node.ctx, ast.Store) else "get"
