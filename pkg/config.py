@@ -6,6 +6,12 @@ import os
 from pathlib import Path
 
 DEFAULT_DB_DIR = ".pkg"
+#: What a database directory holds: the marker every build writes into its --db, the embedded store's
+#: file, and the BM25 indexes (whichever the store: with Neo4j they are all the directory holds).
+DB_MARKER = "PKG-DATABASE"
+DB_FILE = "pkg.sqlite"
+BM25_DIR = "bm25"
+BM25_META = "pkg-bm25.json"
 
 
 def default_db_dir() -> Path:
