@@ -185,28 +185,29 @@ class _PythonReader:
 
 def _instances(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
     """The local variables of a function assigned only the result of one named callee (``x = C(...)``)."""
-    found: dict[str, set[str]] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            value = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    found.setdefault(target.id, set()).add(value if value and "?" not in value else "")
-    return {name: value for name, (value, *others) in found.items() if not others and value}
+    return _single_callees(function, lambda target: target.id if isinstance(target, ast.Name) else None)
 
 
 def _fields(cls: ast.ClassDef) -> dict[str, str]:
     """The attributes of `self` that the class's methods assign only the result of one named callee
     (``self.x = C(...)``)."""
+    return _single_callees(
+        cls,
+        lambda target: target.attr if isinstance(target, ast.Attribute) and _is_name(target.value, "self") else None,
+    )
+
+
+def _single_callees(scope: ast.AST, key: Callable[[ast.expr], str | None]) -> dict[str, str]:
+    """The assignment targets in `scope` (named by `key`, None for others) assigned only the result of
+    one named callee, with that callee."""
     found: dict[str, set[str]] = {}
-    for node in ast.walk(cls):
+    for node in ast.walk(scope):
         if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
             for target in targets:
-                if isinstance(target, ast.Attribute) and _is_name(target.value, "self"):
-                    found.setdefault(target.attr, set()).add(value if value and "?" not in value else "")
+                if (name := key(target)) is not None:
+                    found.setdefault(name, set()).add(value if value and "?" not in value else "")
     return {name: value for name, (value, *others) in found.items() if not others and value}
 
 
