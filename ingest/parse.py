@@ -153,12 +153,14 @@ def parse_corpus(
     known: Mapping[str, str] | None = None,
     structurer: Structurer | None = None,
     max_file_bytes: int = MAX_FILE_BYTES,
+    own_db: Path | None = None,
 ) -> ParsedCorpus:
     """Discover the files under the paths and parse those whose fingerprint differs from `known`
     (what the store already holds) into the graph parts asked for (functions: NAME/IMPL/BLOCK, FILE/CLASS/MODULE;
     rows: ROW; chunks: CHUNK; json: PATH/PATHVALUE). Known files under the paths that are gone are listed as deleted.
     A `structurer` (with a `name`) replaces the deterministic tutorial converters. Files larger than
-    `max_file_bytes` are skipped, like everything else left out, with their reason in report.skipped.
+    `max_file_bytes` are skipped, like everything else left out, with their reason in report.skipped;
+    so are PKG databases, `own_db` (the build's own) among them.
     Raises CorpusError if the paths hold nothing to build."""
     unknown = set(parts) - set(PARTS)
     if unknown or not parts:
@@ -166,7 +168,7 @@ def parse_corpus(
     known = known or {}
     started = time.perf_counter()
     report = BuildReport()
-    files, skipped = discover(paths, max_file_bytes)
+    files, skipped = discover(paths, max_file_bytes, own_db)
     report.skipped.extend(skipped)
     sources: list[SourceGraph] = []
     present: set[str] = set()

@@ -16,6 +16,7 @@ from typing import Any
 
 from ingest.tutorials import is_tutorial, tutorial_to_json
 from pkg.code.languages import EXTENSIONS
+from pkg.config import BM25_DIR, BM25_META, DB_FILE, DB_MARKER
 from pkg.errors import CorpusError
 
 #: Code files by extension: Python, and the languages of pkg.code.languages.
@@ -72,11 +73,27 @@ class Skipped:
     reason: str
 
 
+def database_reason(directory: Path) -> str | None:
+    """Why a directory is PKG data a build must never read (the issue: a database inside the folder
+    built indexed its own BM25 files), or None. Recognised by the marker builds write, and in
+    directories older than the marker by what the stores write there."""
+    for name in (DB_MARKER, DB_FILE):
+        if (directory / name).is_file():
+            return f"PKG database (holds {name})"
+    if (directory / BM25_META).is_file():
+        return f"PKG BM25 index (holds {BM25_META})"
+    if (directory / BM25_DIR).is_dir() and any((directory / BM25_DIR).glob(f"*/{BM25_META}")):
+        return f"PKG database (holds BM25 indexes in {BM25_DIR}/)"
+    return None
+
+
 def _walk_skip_reason(path: Path, is_dir: bool) -> str | None:
-    """Why an entry met in a walk is left out, or None to read it. Environments are recognised by
-    what they hold, so that a package merely named `venv` (like the standard library's) is read."""
+    """Why an entry met in a walk is left out, or None to read it. Environments and databases are
+    recognised by what they hold, so that a package merely named `venv` (like the standard library's) is read."""
     if is_dir and path.name in VCS_DIRS:
         return "version-control data"
+    if is_dir and (reason := database_reason(path)):
+        return reason
     if is_dir and (path / "pyvenv.cfg").is_file():
         return "virtual environment (holds pyvenv.cfg)"
     if is_dir and (path / "conda-meta").is_dir():
@@ -104,20 +121,37 @@ def _stat(path: Path) -> os.stat_result | str:
         return f"unreadable: {exc.strerror}"
 
 
-def discover(paths: Sequence[Path], max_file_bytes: int = MAX_FILE_BYTES) -> tuple[list[Path], list[Skipped]]:
+def _given_database(path: Path, own_db: Path | None) -> str | None:
+    """Why a given path is, or lies inside, a database (`own_db`, resolved, or any other), or None."""
+    real = path.resolve()
+    for folder in (real, *real.parents):
+        if reason := "PKG database (this build's --db)" if folder == own_db else database_reason(folder):
+            return reason if folder == real else f"inside {folder}, a {reason}"
+    return None
+
+
+def discover(
+    paths: Sequence[Path], max_file_bytes: int = MAX_FILE_BYTES, own_db: Path | None = None
+) -> tuple[list[Path], list[Skipped]]:
     """Expand the given paths into the files to read; directories are walked recursively.
 
     Inside directories, hidden entries, version-control data, virtual and conda environments, caches,
     installed packages and unsupported files are skipped; symlinks are followed, but broken ones
     (loops, dangling) are skipped and each real file and directory is read once, so loops end.
-    Files larger than `max_file_bytes` are skipped. Every skip is returned with its reason.
-    Raises CorpusError if a given path cannot be read."""
+    PKG databases (`own_db`, the build's --db, and any directory `database_reason` recognises) are
+    skipped wherever they are met, and so is a given path inside one. Files larger than
+    `max_file_bytes` are skipped. Every skip is returned with its reason.
+    Raises CorpusError if a given path cannot be read, or if every given path is a database."""
     files: list[Path] = []
     skipped: list[Skipped] = []
     seen: set[Path] = set()
+    own = own_db.resolve() if own_db is not None else None
 
     def first_visit(path: Path, what: str) -> bool:
         real = path.resolve()
+        if real == own:
+            skipped.append(Skipped(str(path), "PKG database (this build's --db)"))
+            return False
         if real in seen:
             skipped.append(Skipped(str(path), f"already read: same {what} as {real}"))
             return False
@@ -162,11 +196,18 @@ def discover(paths: Sequence[Path], max_file_bytes: int = MAX_FILE_BYTES) -> tup
             else:
                 visit(path, status)
 
+    databases = []
     for given in paths:
         status = _stat(given)
         if isinstance(status, str):
             raise CorpusError(f"{status}: {given}")
-        visit(given, status)
+        if reason := _given_database(given, own):
+            skipped.append(Skipped(str(given), reason))
+            databases.append(f"{given}: {reason}")
+        else:
+            visit(given, status)
+    if paths and len(databases) == len(paths):
+        raise CorpusError("; ".join(databases) + "; a build never reads a PKG database")
     return files, skipped
 
 

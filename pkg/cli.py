@@ -163,6 +163,7 @@ def cli() -> None:
     pkg serve                serve search and context to agents over MCP (stdio or HTTP)
     pkg watch PATH...        keep a PKG up to date with files as they change
     pkg compare              NoRAG vs PKG vs reranked pass@1 on HumanEval / MBPP
+    pkg report OUT_DIR       the table of a finished comparison, from its saved results
     pkg generate "TASK"      write code for your own task: one candidate per arm, the best checked one
     """
 
@@ -727,6 +728,17 @@ def compare(
         f"{tester.hits} from {TESTS_CACHE}; "
         f"{sum(r.passed for r in rows)} passes over {len(rows)} arms)"
     )
+
+
+@cli.command()
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+def report(out_dir: Path) -> None:
+    """Show the pass@1 table of a finished `pkg compare` from its --out folder OUT_DIR, made again from
+    its per-problem results.jsonl and its summary.json without a model: e.g. the committed
+    bench/results/compare-humaneval (Qwen2.5-Coder-1.5B, all 164 problems)."""
+    from pkg.evaluation.report import render_saved
+
+    click.echo(render_saved(out_dir), nl=False)
 
 
 def _compare_repo(

@@ -5,7 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pkg.errors import ConfigError
+
 DEFAULT_DB_DIR = ".pkg"
+#: What a database directory holds: the marker every build writes into its --db, the embedded store's
+#: file, and the BM25 indexes (whichever the store: with Neo4j they are all the directory holds).
+DB_MARKER = "PKG-DATABASE"
+DB_FILE = "pkg.sqlite"
+BM25_DIR = "bm25"
+BM25_META = "pkg-bm25.json"
 
 
 def default_db_dir() -> Path:
@@ -18,3 +26,11 @@ def default_cache_dir() -> Path:
     if "PKG_CACHE_DIR" in os.environ:
         return Path(os.environ["PKG_CACHE_DIR"])
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pkg"
+
+
+def positive_setting(value: int | None, variable: str, default: int) -> int:
+    """A positive count from the argument, else the environment variable, else the default."""
+    raw = value if value is not None else os.environ.get(variable) or default
+    if not str(raw).isdigit() or int(raw) < 1:
+        raise ConfigError(f"{variable} must be a positive whole number, not {raw!r}")
+    return int(raw)

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from ingest.parse import DEFAULT_CHUNK_SIZE, PARTS, BuildReport, parse_corpus
 from ingest.sources import MAX_FILE_BYTES, Structurer
-from pkg.config import default_cache_dir
+from pkg.config import DB_MARKER, default_cache_dir
 from pkg.embedders import DEFAULT_SPEC, Embedder, make_embedder
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import EmbedderInfo
@@ -32,6 +32,8 @@ from pkg.stores.base import GraphCounts
 from retrieval.definitions import DEFAULT_BUDGET, DefinitionsContext, Gate, Reach, definitions_context
 from retrieval.lexical import refresh_indexes
 from retrieval.search import Options, Retrieval, mode_spec, retrieve
+
+DB_MARKER_TEXT = "A PKG database (`pkg build --db`): builds skip this directory wherever they meet it.\n"
 
 
 @dataclass
@@ -181,10 +183,23 @@ class KnowledgeBase:
         rebuilt from what the store then holds; files larger than `max_file_bytes` are skipped.
         Raises CorpusError when the paths hold nothing."""
         known = self.store.sources() if self.exists else {}
-        corpus = parse_corpus([Path(p) for p in paths], progress, parts, chunk_size, known, structurer, max_file_bytes)
+        corpus = parse_corpus(
+            [Path(p) for p in paths], progress, parts, chunk_size, known, structurer, max_file_bytes, self.db_dir
+        )
         store = self._open(create=True)
+        self._mark_database()
         report = index_corpus(corpus, store, self.embedder, progress, prepare_pruning)
         return Built(report, refresh_indexes(store, self.db_dir))
+
+    def _mark_database(self) -> None:
+        """Write the marker that tells every later build this directory is a database, never a source."""
+        marker = self.db_dir / DB_MARKER
+        try:
+            self.db_dir.mkdir(parents=True, exist_ok=True)
+            if not marker.exists():
+                marker.write_text(DB_MARKER_TEXT, encoding="utf-8")
+        except OSError as exc:
+            raise StoreError(f"cannot write {marker}: {exc}") from exc
 
     def query(self, text: str, mode: str = "func", k: int = 3, options: Options | None = None) -> Retrieval:
         """The k best results of a retrieval mode for the text, and the prompt they make."""

@@ -28,13 +28,14 @@ from typing import Any
 import bm25s
 import numpy as np
 
+from pkg.config import BM25_META
 from pkg.errors import ConfigError, StoreError, StoreNotFoundError
 from retrieval.tokenize import Tokenizer, code_tokens
 
 __all__ = ["BM25Index"]
 
 #: Our part of a saved index, beside bm25s' own files: format, tokenizer, parameters and ids.
-_META = "pkg-bm25.json"
+_META = BM25_META
 _META_KEYS = frozenset({"format", "tokenizer", "k1", "b", "has_terms", "ids"})
 _FORMAT = 1
 

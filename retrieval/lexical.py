@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pkg.config import BM25_DIR
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import Label
 from pkg.stores.base import GraphStore
@@ -16,7 +17,7 @@ UNITS: dict[str, Label] = {"rows": Label.ROW, "func": Label.IMPL, "chunk": Label
 
 def index_dir(db_dir: Path, unit: str) -> Path:
     """Where the BM25 index of a unit lives."""
-    return db_dir / "bm25" / unit
+    return db_dir / BM25_DIR / unit
 
 
 def refresh_indexes(store: GraphStore, db_dir: Path) -> dict[str, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,26 @@ def test_build_lists_a_symlink_loop_and_goes_on(tmp_path: Path, env: dict[str, s
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "functions: 1 " in done.stdout and "  skipped: 1 (symlink loop: 1)\n" in done.stdout
     assert f"    {tmp_path / 'd' / 'self_loop.py'}: symlink loop\n" in done.stdout
+
+
+@pytest.mark.cli
+def test_a_build_never_reads_a_database_in_the_folder_it_builds(tmp_path: Path, env: dict[str, str]) -> None:
+    """The issue's example: a second build of a folder holding its own --db indexed the BM25 files."""
+    folder, other = tmp_path / "t", tmp_path / "other"
+    shutil.copytree(CORPUS, folder)
+    db = folder / "pkgdb"
+    cli_build(db, env, str(folder))
+    before = _stats(db)
+    again = json.loads(cli_build(db, env, str(folder), "--format", "json").stdout)
+    assert (again["files"], again["unchanged_files"], again["nodes"]) == (0, 2, 0)
+    assert {"path": str(db), "reason": "PKG database (holds PKG-DATABASE)"} in again["skipped"]
+    assert _stats(db) == before
+    done = run_cli("build", str(db), "--db", str(other), env_extra=env)
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"pkg: {db}: PKG database (holds PKG-DATABASE); a build never reads a PKG database\n",
+    )
+    assert not other.exists()
 
 
 def test_the_readme_lists_every_option_of_every_command() -> None:

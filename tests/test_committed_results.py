@@ -4,10 +4,15 @@ pass@1 that the run's `summary.json` recorded, so the prose cannot drift from th
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+from pkg.evaluation.report import render_saved
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -52,3 +57,31 @@ def test_table_covers_every_arm() -> None:
     quoted = {arm for arm, _, _ in readme_results()}
     for folder in COLUMNS.values():
         assert set(recorded(folder)) <= quoted
+
+
+def test_the_committed_tables_are_made_again_from_their_results_alone() -> None:
+    for folder in COLUMNS.values():
+        assert render_saved(RESULTS / folder) == (RESULTS / folder / "table.md").read_text()
+
+
+@pytest.mark.cli
+def test_pkg_report_shows_the_committed_comparison_without_a_model(tmp_path: Path) -> None:
+    """`make demo` shows the committed HumanEval comparison beside its own tiny live run."""
+    folder = RESULTS / "compare-humaneval"
+    done = run_cli("report", str(folder))
+    assert (done.returncode, done.stdout) == (0, (folder / "table.md").read_text())
+    assert "generator: llama:qwen2.5-coder-1.5b" in done.stdout and "| reranked | 81.1 | 133/164 |" in done.stdout
+    probe = (
+        "import sys; from pkg.cli import cli; cli.main(['report', sys.argv[1]], standalone_mode=False); "
+        "print(sorted(m for m in ('llama_cpp', 'sentence_transformers', 'torch') if m in sys.modules), file=sys.stderr)"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe, str(folder)], capture_output=True, text=True, timeout=600)
+    assert loaded.stderr == "[]\n"
+    repo = run_cli("report", str(RESULTS / "compare-repo"))
+    assert repo.returncode == 1 and repo.stderr.startswith(f"pkg: {RESULTS / 'compare-repo'} does not hold the results")
+    assert len(repo.stderr.splitlines()) == 1
+    missing = run_cli("report", str(tmp_path))
+    assert (missing.returncode, missing.stderr.splitlines()) == (
+        1,
+        [f"pkg: no comparison results in {tmp_path}: No such file or directory: {tmp_path / 'summary.json'}"],
+    )

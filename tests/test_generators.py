@@ -148,3 +148,16 @@ def test_smollm2_generates_deterministic_code_offline(smollm2) -> None:
     assert 0 < first.completion_tokens <= 48 and first.prompt_tokens > 10
     assert smollm2.model_id == "llama:smollm2-135m"
     assert smollm2.count_tokens("def add(a, b):\n    return a + b") > 5
+
+
+@pytest.mark.llm
+def test_pkg_llama_threads_sets_llama_cpp_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PKG_LLAMA_THREADS", "1")
+    generator = make_generator("llama:smollm2-135m")
+    try:
+        assert generator._llm.n_threads == 1
+    finally:
+        generator.close()
+    monkeypatch.setenv("PKG_LLAMA_THREADS", "all")
+    with pytest.raises(ConfigError, match="PKG_LLAMA_THREADS must be a positive whole number, not 'all'"):
+        make_generator("llama:smollm2-135m")

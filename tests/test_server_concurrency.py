@@ -37,12 +37,13 @@ def test_readers_share_the_lock_and_a_writer_has_it_alone() -> None:
     lock = ReadWriteLock()
     events: list[str] = []
     inside = threading.Barrier(3)  # two readers and this thread: both readers hold the lock at once
+    release = threading.Event()  # ... until a writer and a later reader queue behind them
 
     def read(name: str) -> None:
         with lock.reading():
             events.append(f"{name} in")
             inside.wait(timeout=10)
-            time.sleep(0.2)
+            release.wait(timeout=60)
             events.append(f"{name} out")
 
     def write() -> None:
@@ -57,9 +58,11 @@ def test_readers_share_the_lock_and_a_writer_has_it_alone() -> None:
     inside.wait(timeout=10)
     writer = threading.Thread(target=write)
     writer.start()
-    time.sleep(0.05)  # the writer is waiting now: a new reader waits behind it
-    late = threading.Thread(target=lambda: read_alone(lock, events))
+    while not lock._writers_waiting:  # polled: a fixed sleep was too short on a busy host
+        time.sleep(0.001)
+    late = threading.Thread(target=lambda: read_alone(lock, events))  # a new reader waits behind the writer
     late.start()
+    release.set()
     for thread in [*readers, writer, late]:
         thread.join(timeout=10)
     assert events[4:] == ["writer in", "writer out", "late in"]

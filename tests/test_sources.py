@@ -160,3 +160,43 @@ def test_json_no_store_can_keep_is_skipped_with_its_reason(tmp_path: Path) -> No
     ]
     (tmp_path / "doc.json").write_text(lone)
     assert read_items(tmp_path / "doc.json") == ([], [Skipped(str(tmp_path / "doc.json"), skipped[0].reason)])
+
+
+def _databases(root: Path) -> None:
+    """A folder of code beside PKG databases of every vintage: marked, and older ones known by their files."""
+    (root / "code.py").write_text("def kept(): pass\n")
+    for name, holds in (
+        ("marked", "PKG-DATABASE"),
+        ("embedded", "pkg.sqlite"),
+        ("neo4j/bm25/func", "pkg-bm25.json"),
+    ):
+        (root / name).mkdir(parents=True)
+        (root / name / holds).write_text("{}")
+        (root / name / "index.json").write_text('{"read": "never"}')  # what a build indexed before
+    (root / "own").mkdir()
+    (root / "own" / "vocab.index.json").write_text('{"split_command": 180}')
+
+
+def test_discover_never_reads_a_pkg_database(tmp_path: Path) -> None:
+    _databases(tmp_path)
+    files, skipped = discover([tmp_path], own_db=tmp_path / "own")
+    assert files == [(tmp_path / "code.py").resolve()] and dict(_skips(skipped, tmp_path)) == {
+        "embedded": "PKG database (holds pkg.sqlite)",
+        "marked": "PKG database (holds PKG-DATABASE)",
+        "neo4j": "PKG database (holds BM25 indexes in bm25/)",
+        "own": "PKG database (this build's --db)",
+    }
+
+
+def test_a_path_in_a_database_is_skipped_and_only_databases_raise(tmp_path: Path) -> None:
+    _databases(tmp_path)
+    files, skipped = discover([tmp_path / "code.py", tmp_path / "neo4j" / "bm25"])
+    assert files == [(tmp_path / "code.py").resolve()]
+    inside = f"inside {tmp_path / 'neo4j'}, a PKG database (holds BM25 indexes in bm25/)"
+    assert _skips(skipped, tmp_path) == [("neo4j/bm25", inside)]
+    with pytest.raises(CorpusError) as raised:
+        discover([tmp_path / "marked", tmp_path / "own" / "vocab.index.json"], own_db=tmp_path / "own")
+    assert str(raised.value) == (
+        f"{tmp_path / 'marked'}: PKG database (holds PKG-DATABASE); {tmp_path / 'own' / 'vocab.index.json'}: "
+        f"inside {tmp_path / 'own'}, a PKG database (this build's --db); a build never reads a PKG database"
+    )

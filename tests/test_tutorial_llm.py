@@ -133,7 +133,9 @@ def test_when_every_attempt_fails_the_deterministic_document_is_used(scripted: C
 def test_pkg_build_with_a_local_model_structurer(tmp_path: Path) -> None:
     page = tmp_path / "sorting.md"
     page.write_text(TUTORIAL)
-    env = {"PKG_CACHE_DIR": str(tmp_path / "cache")}
+    # one llama.cpp thread: on a busy 2-core machine two wait for each other (3.4x slower at load 10) and
+    # the first build alone ran past 17 minutes
+    env = {"PKG_CACHE_DIR": str(tmp_path / "cache"), "PKG_LLAMA_THREADS": "1"}
     db = tmp_path / "db"
     done = run_cli(
         "build", str(page), "--db", str(db), "--structurer", "llama:smollm2-135m", "--format", "json", env_extra=env

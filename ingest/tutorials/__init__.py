@@ -61,6 +61,17 @@ def code_block(text: str, language: str) -> list[Block]:
     return [{"type": "code", "language": "" if language in _NO_LANGUAGE else language, "text": body}]
 
 
+def doctest_session(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
+    """A `>>>` session that starts at line `i` and runs to the next blank line, as one block, with the
+    line after it; None when line `i` is no prompt. Markdown and reStructuredText read them alike."""
+    if not lines[i].lstrip().startswith(">>>"):
+        return None
+    end = i
+    while end < len(lines) and lines[end]:
+        end += 1
+    return end, list(code_block("\n".join(lines[i:end]), ""))
+
+
 def list_blocks(entries: Iterable[Sequence[Event]]) -> list[Block]:
     """A `list` block from the parsed content of each list item.
 

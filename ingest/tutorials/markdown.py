@@ -13,7 +13,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ingest.tutorials import Event, Heading, build_document, code_block, collapse, list_blocks, text_block
+from ingest.tutorials import (
+    Event,
+    Heading,
+    build_document,
+    code_block,
+    collapse,
+    doctest_session,
+    list_blocks,
+    text_block,
+)
 
 _FENCE = re.compile(r"( {0,3})(`{3,}|~{3,})[ \t]*([^\s`]*)")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
@@ -100,7 +109,7 @@ def _blocks(lines: Sequence[str]) -> list[Event]:
             _indented_code,
             _atx,
             _thematic,
-            _doctest,
+            doctest_session,
             _quote,
             _list,
             _comment,
@@ -159,15 +168,6 @@ def _atx(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
 
 def _thematic(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
     return (i + 1, []) if _THEMATIC.fullmatch(lines[i]) else None
-
-
-def _doctest(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
-    if not lines[i].lstrip().startswith(">>>"):
-        return None
-    end = i
-    while end < len(lines) and lines[end]:
-        end += 1
-    return end, list(code_block("\n".join(lines[i:end]), ""))
 
 
 def _quote(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:

@@ -24,6 +24,7 @@ from ingest.tutorials import (
     code_block,
     collapse,
     dedent,
+    doctest_session,
     list_blocks,
     text_block,
 )
@@ -191,7 +192,7 @@ class _Reader:
             self._transition,
             self._block_quote,
             self._explicit,
-            self._doctest,
+            doctest_session,  # after _block_quote: only unindented prompts reach it
             self._grid_table,
             self._simple_table,
             self._bullet_list,
@@ -249,15 +250,6 @@ class _Reader:
             return None
         end = _indented(lines, i)
         return end, self.blocks(dedent(lines[i:end]))
-
-    @staticmethod
-    def _doctest(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
-        if not lines[i].startswith(">>>"):
-            return None
-        end = i
-        while end < len(lines) and lines[end]:
-            end += 1
-        return end, list(code_block("\n".join(lines[i:end]), ""))
 
     def _explicit(self, lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
         if not (lines[i] == ".." or lines[i].startswith(".. ")):

@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from pkg.config import positive_setting
 from pkg.embedders.base import Embedder, unit_rows
-from pkg.errors import ConfigError, EmbedderError
+from pkg.errors import EmbedderError
 
 SPEC_KIND = "openai-embed"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -28,14 +29,6 @@ DEFAULT_CONCURRENCY = 4
 
 def _env(*names: str) -> str | None:
     return next((os.environ[name] for name in names if os.environ.get(name)), None)
-
-
-def _setting(value: int | None, variable: str, default: int) -> int:
-    """A positive count from the argument, else the environment variable, else the default."""
-    raw = value if value is not None else os.environ.get(variable) or default
-    if not str(raw).isdigit() or int(raw) < 1:
-        raise ConfigError(f"{variable} must be a positive whole number, not {raw!r}")
-    return int(raw)
 
 
 class OpenAICompatEmbedder(Embedder):
@@ -58,8 +51,8 @@ class OpenAICompatEmbedder(Embedder):
         base = base_url or _env("PKG_EMBED_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self.url = f"{base.rstrip('/')}/embeddings"
         self._api_key = api_key or _env("PKG_EMBED_API_KEY", "OPENAI_API_KEY")
-        self.batch_size = _setting(batch_size, "PKG_EMBED_BATCH_SIZE", DEFAULT_BATCH_SIZE)
-        self.concurrency = _setting(concurrency, "PKG_EMBED_CONCURRENCY", DEFAULT_CONCURRENCY)
+        self.batch_size = positive_setting(batch_size, "PKG_EMBED_BATCH_SIZE", DEFAULT_BATCH_SIZE)
+        self.concurrency = positive_setting(concurrency, "PKG_EMBED_CONCURRENCY", DEFAULT_CONCURRENCY)
         self._timeout = timeout
         self._retries = retries
         self._backoff = backoff

@@ -21,7 +21,7 @@ from statistics import mean
 
 from pkg.benchmarks.repo import REPOSITORIES, Repository, RepoTask, code_lines, identifiers, package_root, source_files
 from pkg.embedders import Embedder
-from pkg.evaluation.arms import Arm, expand_names
+from pkg.evaluation.arms import GENERATING, Arm, expand_names
 from pkg.evaluation.extract import code_blocks
 from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.generators.base import GenerationParams, Generator, Message
@@ -29,16 +29,17 @@ from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
 from retrieval.search import Expand, Mode, Neighbour, Options, Result
 
-#: The repository benchmark's arms (the same record as `pkg compare`'s arms; mode None: in-file only).
+#: The repository benchmark's arms (the same record as `pkg compare`'s arms, three of them the very same;
+#: mode None: in-file only).
 REPO_ARMS: dict[str, Arm] = {
     arm.name: arm
     for arm in (
         Arm("infile", None, description="the in-file context alone (NoRAG)"),
         Arm("bm25-chunk", Mode.BM25_CHUNK, description="BM25 over cAST chunks"),
-        Arm("chunk", Mode.CHUNK, description="cAST chunks by vector"),
+        GENERATING["chunk"],
         Arm("chunk+next", Mode.CHUNK, Options(neighbour=Neighbour.NEXT), description="a chunk and the one after it"),
-        Arm("func-pkg", Mode.FUNC, description="PKG functions by vector, pruned"),
-        Arm("block-pkg", Mode.BLOCK, description="PKG blocks by vector, pruned"),
+        GENERATING["func-pkg"],
+        GENERATING["block-pkg"],
         Arm(
             "func-pkg+callees",
             Mode.FUNC,

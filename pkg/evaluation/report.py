@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pkg.errors import BenchmarkError
 from pkg.evaluation.arms import DERIVED
 from pkg.evaluation.run import Record
 
@@ -141,9 +142,7 @@ def write_report(
         for record in records:
             handle.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
     rows = summarise(records, arms)
-    table = markdown_table(rows)
-    body = [f"# {title}", "", *notes, "" if notes else "", table]
-    (out_dir / "table.md").write_text("\n".join(body), encoding="utf-8")
+    (out_dir / "table.md").write_text(_table_page(title, notes, rows), encoding="utf-8")
     errors = _error_columns(rows)
     with (out_dir / "table.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -153,6 +152,28 @@ def write_report(
     (out_dir / "summary.json").write_text(json.dumps({"title": title, "notes": list(notes), "arms": summary}, indent=2))
     _bar_chart(out_dir / "pass_at_1.png", rows, title)
     return rows
+
+
+def _table_page(title: str, notes: Sequence[str], rows: Sequence[ArmSummary]) -> str:
+    """table.md: the title, the notes, the table."""
+    return "\n".join([f"# {title}", "", *notes, "" if notes else "", markdown_table(rows)])
+
+
+def render_saved(out_dir: Path) -> str:
+    """The table.md of a finished comparison in `out_dir`, made again from its per-problem results.jsonl,
+    with the title, notes and arm order of its summary.json: no model, sandbox or database is needed.
+    Raises BenchmarkError when the folder holds no comparison's results."""
+    try:
+        summary = json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))
+        with (out_dir / "results.jsonl").open(encoding="utf-8") as handle:
+            records = [Record(**json.loads(line)) for line in handle if line.strip()]
+        arms = [row["arm"] for row in summary["arms"]]
+        title, notes = summary["title"], summary["notes"]
+    except OSError as exc:
+        raise BenchmarkError(f"no comparison results in {out_dir}: {exc.strerror}: {exc.filename}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BenchmarkError(f"{out_dir} does not hold the results of `pkg compare` (humaneval, mbpp): {exc}") from None
+    return _table_page(title, notes, summarise(records, arms))
 
 
 def _bar_chart(path: Path, rows: Sequence[ArmSummary], title: str) -> None:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from pkg.config import positive_setting
 from pkg.errors import GeneratorError, PromptTooLongError
 from pkg.generators.base import Completion, GenerationParams, Generator, Message
 
@@ -18,7 +19,11 @@ class LlamaCppGenerator(Generator):
 
     Not used: prompt-lookup speculative decoding (llama-cpp-python's LlamaPromptLookupDecoding).
     Replies copy much of the prompt, and its drafts gave the same six HumanEval replies, but 19%
-    slower on 2 cores: checking drafted tokens is compute bound on a CPU."""
+    slower on 2 cores: checking drafted tokens is compute bound on a CPU.
+
+    `threads` (else PKG_LLAMA_THREADS, else one per core): on a machine busy with other work, one thread
+    is the faster: 48 tokens of SmolLM2-135M took 15.8 s on one thread, 53.6 s on two, at a load average
+    of 10 on 2 cores, as llama.cpp's threads wait for each other at every step."""
 
     def __init__(
         self, model_path: Path, model_id: str | None = None, n_ctx: int = DEFAULT_CONTEXT, threads: int | None = None
@@ -37,7 +42,7 @@ class LlamaCppGenerator(Generator):
             self._llm = Llama(
                 model_path=str(model_path),
                 n_ctx=n_ctx,
-                n_threads=threads or os.cpu_count() or 1,
+                n_threads=positive_setting(threads, "PKG_LLAMA_THREADS", os.cpu_count() or 1),
                 verbose=False,
                 seed=0,
             )

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from pkg.config import DB_FILE
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import Edge, EmbedderInfo, Label, Node, Rel, SourceRecord
 from pkg.schema import BlockNode, CodeNode, ImplNode, NameNode, NodeRecord, expect, node_record
 from pkg.stores.base import CallEdge, FunctionRef, GraphCounts, GraphStore, Hit, NodeContext, require_text_label
 
-DB_FILE = "pkg.sqlite"
 SCHEMA_VERSION = "4"  # 3: edges have properties; 4: a node's text kept apart from its props, compressed
 # The text's compression: zlib level 1 keeps 41% of the bytes (level 6: 38%) at 21 MB/s of CPU, and
 # took the 100k-function store from 3.25x its raw vector bytes on disk towards the 3x target.

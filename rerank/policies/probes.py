@@ -127,9 +127,32 @@ def probe_calls(calls: tuple[str, ...], limit: int = MAX_PROBES) -> tuple[str, .
     return tuple(probes[:limit])
 
 
+#: What both harnesses (the probe calls here, the written tests) do: run each item under `seconds` of CPU,
+#: its printing silenced, `failed(exc)` standing for an item that raised; then print the marker and the list.
+TIMED_EACH = """
+def __timed_each(items, run, failed, marker, seconds):
+    import contextlib, io, json, signal, sys
+
+    def expired(signum, frame):
+        raise TimeoutError("out of CPU time")
+
+    signal.signal(signal.SIGPROF, expired)
+    results = []
+    for item in items:
+        signal.setitimer(signal.ITIMER_PROF, seconds)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                result = run(item)
+        except BaseException as exc:
+            result = failed(exc)
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+        results.append(result)
+    print(marker + json.dumps(results), file=sys.__stdout__, flush=True)
+"""
 HARNESS = """
 def __probe_main(calls, marker, chars, seconds):
-    import contextlib, io, json, re, signal, sys
+    import re
 
     def canon(value, depth=0):
         if depth > 20:
@@ -146,22 +169,10 @@ def __probe_main(calls, marker, chars, seconds):
             return "{%s}" % ", ".join(pairs)
         return re.sub(r" at 0x[0-9a-f]+", "", repr(value))
 
-    def expired(signum, frame):
-        raise TimeoutError("probe call")
+    def output(call):
+        return canon(eval(call, globals()))[:chars]
 
-    signal.signal(signal.SIGPROF, expired)
-    outputs = []
-    for call in calls:
-        signal.setitimer(signal.ITIMER_PROF, seconds)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                output = canon(eval(call, globals()))[:chars]
-        except BaseException as exc:
-            output = "!" + type(exc).__name__
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-        outputs.append(output)
-    print(marker + json.dumps(outputs), file=sys.__stdout__, flush=True)
+    __timed_each(calls, output, lambda exc: "!" + type(exc).__name__, marker, seconds)
 """
 #: Put before a candidate: its own printing goes nowhere, so that it cannot push the outputs past the
 #: sandbox's output cap (left out when the program has `__future__` imports, which must come first).
@@ -181,10 +192,10 @@ __probe_sys.stdout = __ProbeSink()
 
 
 def harnessed(program: str, harness: str, call: str) -> str:
-    """`program` (a candidate with what runs before it) followed by a harness and the call that runs it,
-    the candidate's own printing silenced (but for a `__future__` import, which must come first)."""
+    """`program` (a candidate with what runs before it) followed by a harness (with TIMED_EACH) and the call
+    that runs it, the candidate's own printing silenced (but for a `__future__` import, which must come first)."""
     silence = "" if "__future__" in program else SILENCE
-    return f"{silence}{program}\n{harness}\n{call}\n"
+    return f"{silence}{program}\n{TIMED_EACH}\n{harness}\n{call}\n"
 
 
 def reported(output: str, marker: str, count: int) -> list | None:

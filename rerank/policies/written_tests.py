@@ -148,24 +148,11 @@ def cached_tests(
 
 HARNESS = """
 def __tests_main(tests, marker, seconds):
-    import contextlib, io, json, signal, sys
+    def passes(test):
+        exec(test, globals())
+        return True
 
-    def expired(signum, frame):
-        raise TimeoutError("written test")
-
-    signal.signal(signal.SIGPROF, expired)
-    passed = []
-    for test in tests:
-        signal.setitimer(signal.ITIMER_PROF, seconds)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(test, globals())
-            passed.append(True)
-        except BaseException:
-            passed.append(False)
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-    print(marker + json.dumps(passed), file=sys.__stdout__, flush=True)
+    __timed_each(tests, passes, lambda exc: False, marker, seconds)
 """
 
 

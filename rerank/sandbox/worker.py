@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterable
 
 #: Imported before forking, so that candidates start fast.
 PRELOAD = (
@@ -284,12 +285,17 @@ def sweep(scope: str) -> None:
             return
         if time.monotonic() > give_up:
             raise SystemExit(f"processes survive SIGKILL: {victims}")
-        for pid in victims:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_each(victims)
         time.sleep(0.001)
+
+
+def kill_each(pids: Iterable[int]) -> None:
+    """SIGKILL every process of `pids`; one already gone is no error. (The host's killing uses it too.)"""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def reap() -> None:
