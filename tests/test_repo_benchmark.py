@@ -267,6 +267,7 @@ def test_the_repo_layout_is_qwens_repository_format_ending_after_the_docstring()
     assert prompt.endswith(") -> None:\n") and task.indent == " " * 8  # the model goes on with the body
     assert raw_stops(task) == ("<|file_sep|>", "\n    def ", "\n    async def ", "\n    @", "\nclass ")
     assert raw_stops(_task("fire/helptext.py:_GetPossibleActionsString"))[1] == "\ndef "
+    assert raw_stops(_task("pathspec/pathspec.py:PathSpec.check_file"))[1] == "\n\tdef "  # indented by tabs
 
 
 @pytest.mark.parametrize(
@@ -344,6 +345,9 @@ def test_the_cli_refuses_an_unknown_repository_arm(tmp_path: Path) -> None:
     done = run_cli("compare", "--benchmark", "repo", "--arms", "nope", "--out", str(tmp_path / "run"))
     assert done.returncode != 0
     assert "unknown repository arm(s) nope" in done.stderr
+    assert not (tmp_path / "run" / "pkg").exists()
+    done = run_cli("compare", "--benchmark", "repo", "--layout", "infile=fim", "--out", str(tmp_path / "run"))
+    assert done.returncode != 0 and "unknown layout 'fim'" in done.stderr
     assert not (tmp_path / "run" / "pkg").exists()
 
 

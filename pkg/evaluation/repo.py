@@ -238,7 +238,7 @@ def repo_prompt(task: RepoTask, snippets: Sequence[Snippet]) -> str:
 def raw_stops(task: RepoTask) -> tuple[str, ...]:
     """Where a raw continuation surely left the body: another file, or the next definition one level out
     (the indentation cut in body_from_continuation decides the rest; these only save generation)."""
-    outer = task.indent[:-4] if len(task.indent) >= 4 else ""
+    outer = task.indent[:-1] if task.indent.endswith("\t") else task.indent[:-4]  # one level out (pathspec: tabs)
     return (FILE_SEP, f"\n{outer}def ", f"\n{outer}async def ", f"\n{outer}@", "\nclass ")
 
 
