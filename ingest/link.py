@@ -81,11 +81,53 @@ class Linker:
             self.classes_by_last[(_family(cls.lang), cls.name.rpartition(".")[2])].append(cls)
         self.bases: dict[str, list[ClassNode]] = defaultdict(list)
         self.subclasses: dict[str, list[ClassNode]] = defaultdict(list)
+        self._by_class: dict[tuple[str, str], list[NameNode]] = defaultdict(list)  # filled by members()
+        self._inherits: list[tuple[ClassNode, ClassNode]] | None = None
+
+    # -- names, for definitions context -------------------------------------------------------
+    def resolve(self, file: FileNode, scope: str, dotted: str) -> list[NameNode | ClassNode]:
+        """What a dotted name used inside `scope` (a function's qualified name, "" at module level) of
+        `file` refers to: the corpus's functions and classes. `file` may be code that was never
+        indexed: its references are read from its own record."""
+        self.inheritance()
+        f = _parse(file)
+        if file.lang != "python":
+            return [n for n, _ in self._named_call(f, _at_scope(file.source, scope), dotted)]
+        head, _, rest = dotted.partition(".")
+        own = self._own_class(_at_scope(file.source, scope))
+        if head in ("self", "cls", "super()") and rest:
+            if own is None:
+                return []
+            method = rest.partition(".")[0]
+            found: list[NameNode | ClassNode] = list(self._method(own, method, skip_own=head == "super()"))
+            return found or [*self._overrides(own, method)]
+        for prefix in _scopes(scope) if scope else [""]:
+            key = (file.source, prefix + head)
+            local: list[NameNode | ClassNode] = [*self.functions.get(key, []), *self.classes.get(key, [])]
+            if local:
+                return self._members(local, rest) if rest else local
+        return self._via_imports(f, head, 0, rest)
+
+    def mro(self, cls: ClassNode) -> list[ClassNode]:
+        """The class, then its bases depth first, each once."""
+        self.inheritance()
+        return self._mro(cls)
+
+    def members(self, cls: ClassNode) -> list[NameNode]:
+        """The methods defined in the class itself, in line order."""
+        if not self._by_class:
+            for (source, name), names in self.functions.items():
+                self._by_class[(source, name.rpartition(".")[0])] += names
+        return sorted(self._by_class.get((cls.source, cls.name), []), key=lambda n: n.start_line)
+
+    def class_at(self, source: str, scope: str) -> ClassNode | None:
+        """The class whose method (or a function nested in one) `scope` is."""
+        return self._own_class(_at_scope(source, scope))
 
     # -- the edges ---------------------------------------------------------------------------
     def edges(self) -> list[Edge]:
         """Every INHERITS, IMPORTS (FILE→FILE) and CALLS edge of the corpus, in a stable order."""
-        inherits = [Inherits(c.id, b.id) for c, b in self._inheritance()]
+        inherits = [Inherits(c.id, b.id) for c, b in self.inheritance()]
         imports = [
             Imports(f.record.id, self.files[target].record.id)
             for f in self.files.values()
@@ -104,7 +146,13 @@ class Linker:
         records = [*inherits, *imports, *calls.values()]
         return sorted({r.edge() for r in records}, key=lambda e: (e.type.value, e.src, e.dst))
 
-    def _inheritance(self) -> Iterator[tuple[ClassNode, ClassNode]]:
+    def inheritance(self) -> list[tuple[ClassNode, ClassNode]]:
+        """Every (class, base) pair of the corpus, resolved once (`bases` and `subclasses` filled)."""
+        if self._inherits is None:
+            self._inherits = list(self._resolve_bases())
+        return self._inherits
+
+    def _resolve_bases(self) -> Iterator[tuple[ClassNode, ClassNode]]:
         for f in self.files.values():
             for class_name, base in f.bases:
                 for cls in self.classes.get((f.record.source, class_name), []):
@@ -247,6 +295,10 @@ class Linker:
             classes = self.classes.get((source, name))
             if classes and hops:
                 return list(self._members(list(classes), rest_of))
+        return self._via_imports(f, name, hops, rest_of)
+
+    def _via_imports(self, f: _File, name: str, hops: int, rest_of: str) -> list[NameNode | ClassNode]:
+        """What `name` (then `.rest_of`) is through the imports of a file, star imports last."""
         for module, attr in f.imports.get(name, []):
             dotted = ".".join(p for p in (module, attr, rest_of) if p)
             if found := self._dotted(dotted, hops + 1):
@@ -319,6 +371,11 @@ class Linker:
 def link_edges(files: Sequence[FileNode], classes: Sequence[ClassNode], names: Sequence[NameNode]) -> list[Edge]:
     """Every linked edge (CALLS, INHERITS, FILE→FILE IMPORTS) of a corpus from its tables."""
     return Linker(files, classes, names).edges()
+
+
+def _at_scope(source: str, scope: str) -> NameNode:
+    """A stand-in NAME for code at `scope` of a file, to resolve its names as a caller's."""
+    return NameNode(id="", source=source, name=scope, row=None, lang="", start_line=0, end_line=0)
 
 
 def _marked(found: Sequence[NameNode], tier: str) -> list[tuple[NameNode, str]]:

@@ -30,8 +30,9 @@ PARTS = ("functions", "rows", "chunks", "json")
 STRUCTURE_LABELS = (Label.FILE, Label.CLASS, Label.MODULE)
 DEFAULT_CHUNK_SIZE = 2000
 #: Bump when extraction changes what a file yields, so that every file is rebuilt.
-GRAPH_VERSION = 4  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
-# 4: FILE, CLASS and MODULE nodes, CONTAINS, and the references linking turns into CALLS, IMPORTS, INHERITS
+GRAPH_VERSION = 5  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
+# 4: FILE, CLASS and MODULE nodes, CONTAINS, and the references linking turns into CALLS, IMPORTS, INHERITS;
+# 5: each FILE keeps the stubs of its classes and constants (refs["stubs"]) for definitions context
 
 
 @dataclass(frozen=True)

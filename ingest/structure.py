@@ -26,6 +26,7 @@ from pathlib import Path
 from tree_sitter import Node as TsNode
 
 from pkg.code.languages import LANGUAGES, node_text
+from pkg.code.stubs import first_lines, python_stubs
 from pkg.code.syntax_tree import parse_python, parser
 from pkg.graph import Label, content_id
 from pkg.schema import ClassNode, Contains, FileNode, Imports, ModuleNode, NameNode, NodeRecord, RelRecord
@@ -54,6 +55,7 @@ def file_structure(
         "imports": [list(i) for i in found.imports],
         "calls": calls,
         "bases": [list(b) for b in found.bases],
+        "stubs": python_stubs(text) if lang == "python" else first_lines(text, found.classes),
     }
     records: list[NodeRecord | RelRecord] = [
         FileNode(

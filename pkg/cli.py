@@ -30,6 +30,7 @@ from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
 from rerank.policies import DEFAULT_POLICY, POLICIES
 from rerank.sandbox import MODES as SANDBOX_MODES
+from retrieval.definitions import DEFAULT_BUDGET, Gate, Reach, context_prompt
 from retrieval.expand import EXPAND_BUDGET, Expand
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
 from retrieval.lexical import UNITS
@@ -157,6 +158,7 @@ def cli() -> None:
     \b
     pkg build PATH...        parse code into NAME/IMPL/BLOCK nodes with embeddings
     pkg query "TEXT"         retrieve (and prune) the most similar functions or blocks
+    pkg context PATH[:LINE]  the definitions the code there uses from other files, as stubs
     pkg stats                count nodes and relationships
     pkg serve                serve search and context to agents over MCP (stdio or HTTP)
     pkg watch PATH...        keep a PKG up to date with files as they change
@@ -422,6 +424,88 @@ def stats(db_dir: Path, store: str, fmt: str) -> None:
         click.echo(f"{title}:")
         for key, value in table.items():
             click.echo(f"  {key:<10} {value}")
+
+
+def _path_and_line(spec: str) -> tuple[str, int | None]:
+    """PATH or PATH:LINE (a line from 1)."""
+    path, colon, line = spec.rpartition(":")
+    if colon and line.isdigit() and path:
+        if int(line) < 1:
+            raise click.BadParameter("lines count from 1", param_hint="PATH[:LINE]")
+        return path, int(line)
+    return spec, None
+
+
+@cli.command()
+@click.argument("location", metavar="PATH[:LINE]")
+@click.option(
+    "--code",
+    "code_file",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    help="The code being written at PATH, when it differs from the file on disk ('-': standard input).",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="Tokens of context at most.",
+)
+@click.option(
+    "--names",
+    type=click.Choice([r.value for r in Reach]),
+    default=Reach.NEAR.value,
+    show_default=True,
+    help="Define the names used near the line (its enclosing top-level function or class), or all of the file's.",
+)
+@click.option(
+    "--gate",
+    type=click.Choice([g.value for g in Gate]),
+    default=Gate.AUTO.value,
+    show_default=True,
+    help="auto: nothing for code that uses only its own file's names and the builtins; always: whatever it uses.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "prompt"]),
+    default="text",
+    show_default=True,
+    help="text: the stubs by file; json: each definition with name, path, lines, stub; "
+    "prompt: the stubs, then the code up to the line.",
+)
+@_db_option
+def context(
+    location: str,
+    code_file: Any,
+    budget: int,
+    names: str,
+    gate: str,
+    fmt: str,
+    db_dir: Path,
+    store: str,
+) -> None:
+    """The definitions the code at PATH[:LINE] uses from other files of the PKG, as stubs (signatures,
+    class outlines, constants; never bodies), nearest uses first, within a token budget. PATH need not
+    be in the PKG; LINE defaults to the file's last line."""
+    path, line = _path_and_line(location)
+    text = code_file.read() if code_file is not None else None
+    if text is None and not Path(path).is_file():
+        raise click.ClickException(f"no file {path!r} (give the code with --code)")
+    with _knowledge_base(db_dir, store) as kb:
+        found = kb.context_at(path, line, text, budget=budget, names=names, gate=gate)
+    if fmt == "json":
+        click.echo(json.dumps(found.json()))
+    elif fmt == "prompt":
+        code = text if text is not None else Path(path).read_text(encoding="utf-8")
+        click.echo(context_prompt(found, path, code, line))
+    elif found.gated:
+        click.echo(f"no context: {found.gated}", err=True)
+    elif not found.definitions:
+        click.echo("no context: nothing the code uses from elsewhere fits the budget", err=True)
+    else:
+        click.echo(found.text, nl=False)
 
 
 @cli.group()

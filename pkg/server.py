@@ -42,6 +42,7 @@ from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.progress import Progress
 from pkg.schema import BlockNode
+from retrieval.definitions import DEFAULT_BUDGET, Gate, Reach
 from retrieval.expand import Expand
 from retrieval.search import MODES, Mode, Options, Result
 from retrieval.tokenize import estimate_tokens
@@ -529,6 +530,55 @@ class Tools:
         }
         return _result(data, block or "no context found for this task")
 
+    async def context_at(
+        self,
+        path: Annotated[
+            str,
+            Field(
+                description="The file being written: under the allowed roots when `code` is not given (relative "
+                "paths are taken from the first root); any path, used to resolve relative imports, when it is."
+            ),
+        ],
+        line: Annotated[
+            int | None, Field(description="The line being written, from 1 (default: the last).", ge=1)
+        ] = None,
+        code: Annotated[
+            str | None, Field(description="The code being written at `path`, when it differs from the file.")
+        ] = None,
+        budget: Annotated[int, Field(description="Most tokens of context.", ge=1)] = DEFAULT_BUDGET,
+        names: Annotated[
+            str,
+            Field(
+                description="near: the names used in the enclosing top-level function or class; all: the file's.",
+                json_schema_extra={"enum": [r.value for r in Reach]},
+            ),
+        ] = Reach.NEAR.value,
+        gate: Annotated[
+            str,
+            Field(
+                description="auto: no context for code that uses only its own file's names and the builtins; "
+                "always: context whatever it uses.",
+                json_schema_extra={"enum": [g.value for g in Gate]},
+            ),
+        ] = Gate.AUTO.value,
+    ) -> CallToolResult:
+        """The definitions that the code being written uses from other files of the knowledge graph, as stubs
+        (signatures with their docstring's first line, class outlines with fields and public methods, constant
+        lines; never bodies), grouped by file and ranked by how near the line they are used, within `budget`
+        tokens. Put them before the code in the prompt of the model that completes it. With gate `auto`, code that
+        needs nothing from elsewhere gets no context and `gated` says why."""
+        return await self._call(self._context_at, path, line, code, budget, names, gate)
+
+    def _context_at(
+        self, path: str, line: int | None, code: str | None, budget: int, names: str, gate: str
+    ) -> CallToolResult:
+        if not path.strip():
+            raise ConfigError("give the path of the file being written")
+        chosen = str(self.ws.allowed([path.strip()])[0]) if code is None else path.strip()
+        found = self.ws.kb.context_at(chosen, line, code, budget=budget, names=names, gate=gate)
+        shown = found.text or f"no context: {found.gated or 'nothing the code uses from elsewhere fits the budget'}"
+        return _result(found.json(), shown)
+
     async def search_docs(self, text: Text, k: K = 5) -> CallToolResult:
         """Search the documentation and JSON documents in the knowledge graph (tutorials converted to JSON,
         JSON files, JSONL rows): the k leaves most similar to the text, each behind the section titles
@@ -696,6 +746,7 @@ TOOLS: tuple[tuple[str, str, bool], ...] = (
     ("search", "Search code", True),
     ("get_function", "Get a function", True),
     ("get_context", "Context for a task", True),
+    ("context_at", "Definitions the code at a line uses", True),
     ("search_docs", "Search documentation", True),
     ("callers", "Callers of a function", True),
     ("callees", "Callees of a function", True),
@@ -710,8 +761,8 @@ def build_server(workspace: Workspace) -> MCPServer:
     server: MCPServer = MCPServer(
         "pkg",
         instructions="PKG, a Programming Knowledge Graph: search code and docs, look up functions, their callers "
-        "and callees and a file's outline, and get prompt-ready context for a coding task. Call `index` to add or "
-        "update files.",
+        "and callees and a file's outline, get prompt-ready context for a coding task, and the definitions that the "
+        "code at a line uses from other files. Call `index` to add or update files.",
         log_level="WARNING",
     )
     # The SDK gives the root logger a stderr handler; libraries below log DEBUG records on loggers of

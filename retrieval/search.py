@@ -4,6 +4,7 @@ with neighbours. Options can hide files from every mode and add call-graph signa
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -16,12 +17,17 @@ from pkg.errors import ConfigError, StoreError
 from pkg.graph import Label
 from pkg.schema import ChunkNode, PathValueNode, RowNode, expect
 from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
+from retrieval.definitions import Gate, Reach, definitions_context
 from retrieval.expand import EXPAND_BUDGET, Expand, expansions
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT, reciprocal_rank_fusion
 from retrieval.lexical import UNITS, open_index
 from retrieval.prompt import ContextItem, augmented_prompt
 from retrieval.prune import prune
 
+#: The path the code of a `defs` query is read as (its relative imports resolve from nowhere).
+QUERY_PATH = "<query>.py"
+#: The kind of a definition's result.
+DEFINITION = "DEFINITION"
 #: How many candidates each ranking contributes to a fusion, at least.
 FUSION_DEPTH = 50
 #: With excluded sources, a ranking is first asked for this many times k hits, then this many times
@@ -41,6 +47,8 @@ class Mode(StrEnum):
     HYBRID = "hybrid"  # BM25 and dense rankings of one unit fused by weighted RRF
     CHUNK = "chunk"  # cAST chunks by vector, optionally with a neighbour
     JSON = "json"  # JSON-PKG: PATHVALUE leaves of JSON documents and tutorials by vector
+    DEFS = "defs"  # the definitions the query's code uses, from other files, as stubs
+    DEFS_FUNC = "defs+func"  # those definitions, then the most similar function
 
 
 class Neighbour(StrEnum):
@@ -294,6 +302,28 @@ def _vector_code(label: Label) -> Callable[[_Query, int], list[Result]]:
     return run
 
 
+def _definitions(q: _Query, k: int) -> list[Result]:
+    """The k best-ranked definitions the query's code uses (every name, whatever the gate would say)."""
+    found = definitions_context(
+        q.store,
+        QUERY_PATH,
+        None,
+        q.text,
+        budget=sys.maxsize,
+        reach=Reach.ALL,
+        gate=Gate.ALWAYS,
+        exclude_sources=q.options.exclude_sources,
+    )
+    ranked = sorted(found.definitions, key=lambda d: -d.score)[:k]
+    return [
+        Result(f"{d.path}:{d.name}", DEFINITION, d.name, d.path, None, d.lines, d.score, d.stub, d.stub) for d in ranked
+    ]
+
+
+def _definitions_then_function(q: _Query, k: int) -> list[Result]:
+    return _definitions(q, k) + _vector_code(Label.IMPL)(q, 1)
+
+
 def _bm25_func(q: _Query, k: int) -> list[Result]:
     return _code_results(q, _with_contexts(q, q.sparse("func", k)), prune_them=False)
 
@@ -336,6 +366,12 @@ MODES: dict[str, ModeSpec] = {
         "JSON-PKG: leaves of JSON documents and tutorials by vector",
         False,
         lambda q, k: _json_results(q, q.dense(Label.PATHVALUE, k)),
+    ),
+    Mode.DEFS.value: ModeSpec(
+        "the definitions the query's code uses from the graph's files, as stubs", True, _definitions
+    ),
+    Mode.DEFS_FUNC.value: ModeSpec(
+        "those definitions, then the most similar function by vector", False, _definitions_then_function
     ),
 }
 

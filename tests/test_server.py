@@ -33,7 +33,10 @@ from tests.conftest import FIXTURES, cli_build, run_cli
 from tests.helpers import build
 from tests.neo4j_server import free_port
 
-TOOLS = {"search", "get_function", "get_context", "search_docs", "callers", "callees", "file_outline", "stats", "index"}
+TOOLS = {
+    *("search", "get_function", "get_context", "context_at", "search_docs"),
+    *("callers", "callees", "file_outline", "stats", "index"),
+}
 NEW_FUNCTION = "def celsius_to_fahrenheit(celsius):\n    return celsius * 9 / 5 + 32\n"
 #: A file added to the copy of the fixture corpus, where one function calls the other.
 GREETINGS = (
@@ -153,6 +156,8 @@ async def _every_tool(client: Client, built: Built) -> None:
     small = await _ok(client, "get_context", {"task": "yield the non-empty lines of a text file", "max_tokens": 40})
     assert small["truncated"] and small["tokens"] <= 40
 
+    await _definitions(client, built)
+
     docs = (await _ok(client, "search_docs", {"text": "check whether a number is prime", "k": 2}))["results"]
     assert docs[0]["source"].endswith("alpaca.jsonl") and "prime" in docs[0]["text"]
 
@@ -161,6 +166,35 @@ async def _every_tool(client: Client, built: Built) -> None:
     stats = await _ok(client, "stats", {})
     assert stats["nodes"] == built.nodes and stats["embedder"] == {"name": "st:all-MiniLM-L6-v2", "dim": 384}
     assert stats["roots"] == [str(built.root.resolve())]
+
+
+async def _definitions(client: Client, built: Built) -> None:
+    """context_at: the definitions that code being written (never indexed) uses from the corpus's files;
+    the same as `pkg context --format json` for an indexed file; nothing for code needing nothing."""
+    shapes = str((built.root / "corpus" / "pkgdemo" / "shapes.py").resolve())
+    code = "from shapes import Circle, fibonacci\n\n\ndef ring(r):\n    return Circle(r).area() - fibonacci(3)\n"
+    new_file = str(built.root / "corpus" / "pkgdemo" / "ring.py")
+    found = await _ok(client, "context_at", {"path": new_file, "code": code, "line": 5})
+    assert {(d["name"], d["kind"], d["path"]) for d in found["definitions"]} == {
+        ("Circle", "class", shapes),
+        ("fibonacci", "function", shapes),
+    }
+    assert (
+        found["gated"] is None
+        and found["text"].startswith("# pkgdemo/shapes.py\n")
+        and "def area(self)" in found["text"]
+    )
+    assert "math.pi" not in found["text"]  # stubs, not bodies
+    greetings = str((built.root / "corpus" / "greetings.py").resolve())
+    same = await _ok(client, "context_at", {"path": greetings, "gate": "always"})
+    done = run_cli(
+        "context", greetings, "--db", str(built.db), "--gate", "always", "--format", "json", env_extra=built.env
+    )
+    assert done.returncode == 0, done.stderr
+    assert same == json.loads(done.stdout)
+    gated = await _ok(client, "context_at", {"path": new_file, "code": "def f(x):\n    return len(x)\n"})
+    assert gated["definitions"] == [] and "own file" in gated["gated"]
+    await _refused(client, "context_at", {"path": "../outside.py"}, "outside the allowed roots")
 
 
 async def _call_graph(client: Client, built: Built) -> None:

@@ -207,6 +207,14 @@ def test_contexts_are_identical(corpus: Corpus) -> None:
     assert any(c.children for c in neo4j) and any(c.function.row is None for c in neo4j)
 
 
+def test_impl_ids_follow_has_impl(corpus: Corpus) -> None:
+    units = parse_corpus(STDLIB_SLICE).units
+    has_impl = {e.src: e.dst for unit in units for e in unit.edges if e.type.value == "HAS_IMPL"}
+    asked = [*sorted(has_impl)[:40], "no-such-id"]
+    embedded, neo4j = (corpus.stores[kind].impl_ids(asked) for kind in KINDS)
+    assert embedded == neo4j == {name_id: has_impl[name_id] for name_id in asked[:40]}
+
+
 @pytest.mark.parametrize("label", [Label.IMPL, Label.BLOCK])
 def test_nearest_contexts_are_search_then_contexts(
     corpus: Corpus, text_queries: list[tuple[str, np.ndarray]], label: Label

@@ -134,6 +134,10 @@ class GraphStore(ABC):
         (None matches any)."""
 
     @abstractmethod
+    def impl_ids(self, name_ids: Sequence[str]) -> dict[str, str]:
+        """The IMPL id of each of these NAME nodes, by NAME id (unknown ids are left out)."""
+
+    @abstractmethod
     def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
         """Nodes of any label as their typed records, in the order of ids (unknown ids are skipped)."""
 

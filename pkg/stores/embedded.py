@@ -308,6 +308,14 @@ class EmbeddedStore(GraphStore):
         rows = self._db.execute(_FIND_FUNCTIONS, [name, source, Rel.HAS_IMPL.value, limit])
         return [impl_id for (impl_id,) in rows]
 
+    def impl_ids(self, name_ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(name_ids), _CHUNK):
+            chunk = list(name_ids[start : start + _CHUNK])
+            statement = f"SELECT src, dst FROM edges WHERE type = ? AND src IN ({','.join('?' * len(chunk))})"
+            found.update(self._db.execute(statement, [Rel.HAS_IMPL.value, *chunk]))
+        return found
+
     def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
         found = self._records(ids)
         return [found[i] for i in ids if i in found]

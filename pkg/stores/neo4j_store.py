@@ -272,6 +272,11 @@ class Neo4jStore(GraphStore):
     def find_functions(self, name: str | None, source: str | None, limit: int) -> list[str]:
         return [r["id"] for r in self._run("find_functions", name=name, source=source, limit=limit)]
 
+    def impl_ids(self, name_ids: Sequence[str]) -> dict[str, str]:
+        if not name_ids:
+            return {}
+        return {r["name_id"]: r["impl_id"] for r in self._run("impl_ids", ids=list(name_ids))}
+
     def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
         if not ids:
             return []

@@ -1,0 +1,740 @@
+"""Definitions context: for code being written, the definitions of the names it uses from other files
+of the corpus, as stubs (signatures, class outlines, constant lines; never bodies), ranked by where the
+names are used and cut to a token budget.
+
+Similar-looking code distracts a model that completes code; what the code at hand uses informs it
+(DraCo's dataflow-found definitions beat similar-code retrieval; on our repository benchmark every
+similarity arm lowered edit similarity). The graph already knows what a name refers to: the code's
+names are resolved through its imports, its enclosing class's bases and the corpus's tables by the
+same Linker that makes the CALLS edges (ingest.link).
+
+Ranking follows aider's repository map: a personalized PageRank over the definitions and the CALLS and
+INHERITS edges between them and their neighbours, personalized by how near the line each definition is
+used (1 / (1 + distance / NEAR_SCALE) per use). The budget is filled in that order; a class stub that
+does not fit is trimmed (method docstrings, then methods the code does not use, then fields) before it
+is dropped. `auto` is the retrieve-or-not gate: context only when the code uses names defined neither in
+its own file nor in the builtins and the graph resolves some of them (Repoformer's point: retrieving
+for code that needs nothing from elsewhere only distracts).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from ingest.link import Linker
+from ingest.structure import python_structure, tree_structure
+from pkg.code.languages import language_for
+from pkg.code.signatures import signature
+from pkg.code.syntax_tree import parse_python
+from pkg.errors import ConfigError
+from pkg.graph import Label
+from pkg.schema import ClassNode, FileNode, NameNode
+from pkg.stores.base import GraphStore
+from retrieval.tokenize import estimate_tokens
+
+#: Tokens of context by default: a quarter of a 2k-token prompt.
+DEFAULT_BUDGET = 512
+#: A use this many lines from the line weighs half as much as a use on it.
+NEAR_SCALE = 10
+#: Outside any function or class, `near` takes the uses within this many lines of the line.
+NEAR_LINES = 30
+#: PageRank's damping: the share of rank that follows edges rather than returning to the used names.
+DAMPING = 0.85
+#: Methods shown in a class stub at most (public ones and __init__, in line order; used ones first).
+MAX_METHODS = 16
+_BUILTINS = frozenset(dir(builtins))
+
+
+class Gate(StrEnum):
+    """Whether to return context: `auto` only when the code uses names from elsewhere that the graph
+    resolves, `always` whatever it uses."""
+
+    AUTO = "auto"
+    ALWAYS = "always"
+
+
+class Reach(StrEnum):
+    """Which names of the code get a definition: those used `near` the line (in its enclosing top-level
+    function or class, else within NEAR_LINES lines), or `all` of the file's."""
+
+    NEAR = "near"
+    ALL = "all"
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A definition the code uses: its qualified name, file, lines, kind, stub and rank."""
+
+    name: str
+    path: str
+    lines: tuple[int, int]
+    kind: str  # "function", "method", "class" or "constant"
+    stub: str
+    score: float
+    uses: tuple[str, ...]  # the names in the code that resolve to it
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "lines": list(self.lines),
+            "kind": self.kind,
+            "stub": self.stub,
+            "score": round(self.score, 6),
+            "uses": list(self.uses),
+        }
+
+
+@dataclass(frozen=True)
+class DefinitionsContext:
+    """What `context_at` found: the definitions that fit the budget, their rendering (stubs grouped
+    by file under a `# path` header), the names used from elsewhere that resolved, and why `auto`
+    returned nothing (None when it returned context)."""
+
+    definitions: list[Definition]
+    text: str
+    used: list[str]
+    gated: str | None = None
+    tokens: int = 0
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "definitions": [d.json() for d in self.definitions],
+            "text": self.text,
+            "used": self.used,
+            "gated": self.gated,
+            "tokens": self.tokens,
+        }
+
+
+# -- the corpus's tables, once per store state -------------------------------------------------------
+
+
+class CodeIndex:
+    """The Linker over a store's FILE, CLASS and NAME tables, the stub tables of its files, and the
+    stubs rendered so far; built once per state of the store (its sources' fingerprints)."""
+
+    def __init__(self, store: GraphStore, state: str) -> None:
+        self.store = store
+        self.state = state
+        files = [r for r in store.label_records(Label.FILE) if isinstance(r, FileNode)]
+        classes = [r for r in store.label_records(Label.CLASS) if isinstance(r, ClassNode)]
+        names = [r for r in store.label_records(Label.NAME) if isinstance(r, NameNode)] if files else []
+        self.linker = Linker(files, classes, names)
+        self.linker.inheritance()
+        self.files = {f.source: f for f in files}
+        self.stubs: dict[str, dict[str, Any]] = {f.source: json.loads(f.refs).get("stubs", {}) for f in files}
+        self.classes = {c.id: c for c in classes}
+        self.names = {n.id: n for n in names}
+        self._signatures: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def signatures(self, names: Sequence[NameNode]) -> dict[str, str]:
+        """Each function's signature with its docstring's first line, by NAME id, read once."""
+        with self._lock:
+            missing = [n for n in names if n.id not in self._signatures]
+            if missing:
+                impls = self.store.impl_ids([n.id for n in missing])
+                contexts = {c.function.name_id: c for c in self.store.contexts(list(impls.values()))}
+                for name in missing:
+                    context = contexts.get(name.id)
+                    self._signatures[name.id] = _short_signature(context.text, name.lang) if context else ""
+            return {n.id: self._signatures[n.id] for n in names}
+
+
+_INDEXES: WeakKeyDictionary[GraphStore, CodeIndex] = WeakKeyDictionary()
+_INDEXES_LOCK = threading.Lock()
+
+
+def code_index(store: GraphStore) -> CodeIndex:
+    """The store's CodeIndex, rebuilt when the files it holds changed since the last call."""
+    state = sha256(json.dumps(sorted(store.sources().items())).encode()).hexdigest()
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(store)
+        if index is None or index.state != state:
+            index = _INDEXES[store] = CodeIndex(store, state)
+        return index
+
+
+# -- the code at hand ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Use:
+    dotted: str
+    line: int
+
+
+@dataclass
+class CodeAtHand:
+    """What the code being written holds at a line: its record as a FILE (its imports and bases), the
+    scope of the line, the names it uses with their lines, what it defines itself."""
+
+    path: str
+    lang: str
+    line: int
+    record: FileNode
+    scope: str = ""
+    own_class: str = ""  # the qualified name of the class the line is in, if any
+    uses: list[_Use] = field(default_factory=list)
+    defined: set[str] = field(default_factory=set)  # module-level names the file defines
+    local: set[str] = field(default_factory=set)  # names bound in the functions around the line
+    members: set[str] = field(default_factory=set)  # names the own class defines
+    near: tuple[int, int] = (0, 0)  # the lines `near` covers
+    imports: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
+
+
+def read_code(path: str, text: str | None, line: int | None) -> CodeAtHand:
+    """The code at hand: `text` (else the file at `path`) at `line` (default: its last line)."""
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+    lines = text.splitlines()
+    line = len(lines) if line is None else line
+    if not 1 <= line <= max(len(lines), 1):
+        raise ConfigError(f"line {line} is outside {path} ({len(lines)} lines)")
+    lang = language_for(Path(path)) or "python"
+    if lang == "python":
+        return _python_code(path, text, line)
+    return _other_code(path, lang, text, line)
+
+
+def _python_code(path: str, text: str, line: int) -> CodeAtHand:
+    tree, text = _lenient_parse(text, line)
+    found = python_structure(path, text)
+    refs = {
+        "imports": [list(i) for i in found.imports],
+        "calls": [],
+        "bases": [list(b) for b in found.bases],
+    }
+    record = FileNode(id="", source=path, lang="python", fingerprint="", module=found.module, refs=json.dumps(refs))
+    code = CodeAtHand(path, "python", line, record)
+    for bound, module, attr, _ in found.imports:
+        code.imports.setdefault(bound, []).append((module, attr))
+    if tree is None:
+        code.uses = [_Use(m.group(), n) for n, row in enumerate(text.splitlines(), 1) for m in _DOTTED.finditer(row)]
+        code.near = (max(1, line - NEAR_LINES), line + NEAR_LINES)
+        return code
+    code.defined = _module_names(tree)
+    scope, own_class, near, local, members = _scope_at(tree, line)
+    code.scope, code.own_class, code.near, code.local, code.members = scope, own_class, near, local, members
+    code.uses = list(_python_uses(tree))
+    return code
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _lenient_parse(text: str, line: int) -> tuple[ast.Module | None, str]:
+    """The module as `ast` reads it; code being edited that does not parse is cut after the line (a
+    `pass` added under an open block), then at the line; None when nothing parses."""
+    lines = text.splitlines()
+    head = lines[:line]
+    indent = re.match(r"\s*", head[-1]).group() if head else ""  # type: ignore[union-attr]
+    for candidate in (text, "\n".join([*head, indent + "    pass"]), "\n".join([*head[:-1], indent + "pass"])):
+        try:
+            return parse_python(candidate), candidate
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return None, text
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    """The names the module binds at its top level other than by import."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For | ast.With | ast.If | ast.Try):
+            names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            names |= {n.name for n in ast.walk(node) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    return names
+
+
+def _scope_at(tree: ast.Module, line: int) -> tuple[str, str, tuple[int, int], set[str], set[str]]:
+    """The qualified name of the innermost function around the line, of the innermost class, the lines of
+    the outermost definition around it, the names bound in its functions, and its class's members."""
+    scope, own_class, near = "", "", (max(1, line - NEAR_LINES), line + NEAR_LINES)
+    local: set[str] = set()
+    members: set[str] = set()
+    body: Sequence[ast.stmt] = tree.body
+    prefix, outermost = "", True
+    while True:
+        node = next((n for n in body if _holds(n, line)), None)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return scope, own_class, near, local, members
+        if outermost:
+            near, outermost = (_first_line(node), node.end_lineno or node.lineno), False
+        if isinstance(node, ast.ClassDef):
+            own_class = prefix + node.name
+            members = {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+            members |= {
+                t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+            }
+            prefix = f"{own_class}."
+        else:
+            scope = prefix + node.name
+            local |= _bound_in(node)
+            prefix = f"{scope}.<locals>."
+        body = node.body
+
+
+def _holds(node: ast.stmt, line: int) -> bool:
+    return _first_line(node) <= line <= (node.end_lineno or node.lineno)
+
+
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+
+
+def _bound_in(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The parameters of a function and the names its body binds (not those of nested functions)."""
+    args = function.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).partition(".")[0])
+    return names
+
+
+def _python_uses(node: ast.AST) -> Iterator[_Use]:
+    """The dotted names the code loads (`f`, `z.f`, `self.m`, `super().m`: a chain once, not its parts),
+    with their lines; an import counts as a use of what it binds, on its own line."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield from (_Use(a.asname or a.name.partition(".")[0], child.lineno) for a in child.names if a.name != "*")
+        elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) and (text := _dotted(child)):
+            yield _Use(text, child.lineno)
+        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+            yield _Use(child.id, child.lineno)
+        else:
+            yield from _python_uses(child)
+
+
+def _dotted(node: ast.Attribute) -> str | None:
+    """An attribute chain on a name (`a.b.c`) or on `super()`; None for other receivers."""
+    parts = [node.attr]
+    value = node.value
+    while isinstance(value, ast.Attribute):
+        parts.insert(0, value.attr)
+        value = value.value
+    if isinstance(value, ast.Name):
+        return ".".join([value.id, *parts])
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
+        return ".".join(["super()", *parts])
+    return None
+
+
+def _other_code(path: str, lang: str, text: str, line: int) -> CodeAtHand:
+    """Code in a tree-sitter language: its calls are the names it uses (resolved by name, as CALLS are)."""
+    found = tree_structure(lang, text)
+    refs = {"imports": [], "calls": [], "bases": [list(b) for b in found.bases]}
+    record = FileNode(id="", source=path, lang=lang, fingerprint="", module=found.module, refs=json.dumps(refs))
+    code = CodeAtHand(path, lang, line, record)
+    code.uses = [_Use(callee, row) for row, callee in found.calls if not callee.startswith("?")]
+    code.near = (max(1, line - NEAR_LINES), line + NEAR_LINES)
+    return code
+
+
+# -- resolving ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Found:
+    """A definition being collected: its node (or constant), the uses that reach it, their weight."""
+
+    key: str
+    node: NameNode | ClassNode | None
+    constant: tuple[str, str, int, str] | None = None  # (path, name, line, text)
+    uses: dict[str, None] = field(default_factory=dict)
+    weight: float = 0.0
+    members: set[str] = field(default_factory=set)  # of a class: the members the code uses
+
+
+def _external(code: CodeAtHand, use: _Use) -> bool:
+    """Whether a use names something the file itself, the builtins or the function's locals do not define."""
+    head, _, rest = use.dotted.partition(".")
+    if head in ("self", "cls", "super()"):
+        return bool(rest) and (head == "super()" or rest.partition(".")[0] not in code.members)
+    if head in code.imports:
+        return True
+    return head not in code.defined and head not in code.local and head not in _BUILTINS
+
+
+def _candidates(index: CodeIndex, code: CodeAtHand, use: _Use) -> list[NameNode | ClassNode]:
+    """The definitions outside the file that a use refers to: the longest prefix of its dotted name that
+    resolves (`z.C.m`, else `z.C`, else `z`)."""
+    parts = use.dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        dotted = ".".join(parts[:cut])
+        if dotted in ("self", "cls", "super()"):
+            break
+        found = _resolved(index, code, dotted)
+        if found:
+            return [f for f in found if f.source != code.path]
+    return []
+
+
+def _resolved(index: CodeIndex, code: CodeAtHand, dotted: str) -> list[NameNode | ClassNode]:
+    head, _, rest = dotted.partition(".")
+    if head in ("self", "cls", "super()") and code.own_class:
+        return _through_bases(index, code, rest.partition(".")[0], skip_own=head == "super()")
+    return index.linker.resolve(code.record, code.scope, dotted)
+
+
+def _through_bases(index: CodeIndex, code: CodeAtHand, member: str, skip_own: bool) -> list[NameNode | ClassNode]:
+    """A member of the own class found in its bases (the class as written in the code at hand)."""
+    if not skip_own and member in code.members:
+        return []
+    bases = [b for c, b in json.loads(code.record.refs)["bases"] if c == code.own_class]
+    for base in bases:
+        for cls in index.linker.resolve(code.record, "", base):
+            if not isinstance(cls, ClassNode):
+                continue
+            for owner in index.linker.mro(cls):
+                found = [m for m in index.linker.members(owner) if m.name.rpartition(".")[2] == member]
+                if found:
+                    return list(found)
+    return []
+
+
+def _base_classes(index: CodeIndex, code: CodeAtHand) -> list[ClassNode]:
+    bases = [b for c, b in json.loads(code.record.refs)["bases"] if c == code.own_class]
+    return [
+        c
+        for base in bases
+        for c in index.linker.resolve(code.record, "", base)
+        if isinstance(c, ClassNode) and c.source != code.path
+    ]
+
+
+def _constant(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str, int, str] | None:
+    """A module-level constant of another file that the use names through an import (`from m import C`,
+    `import m; m.C`), following one re-export."""
+    head, _, rest = use.dotted.partition(".")
+    for module, attr in code.imports.get(head, []):
+        name = attr if attr else rest.partition(".")[0]
+        if name:
+            found = _module_constant(index, module, name, hops=2)
+            if found:
+                return found
+    return None
+
+
+def _module_constant(index: CodeIndex, module: str, name: str, hops: int) -> tuple[str, str, int, str] | None:
+    for source in index.linker.by_module.get(module, []):
+        constants = index.stubs.get(source, {}).get("constants", {})
+        if name in constants:
+            line, text = constants[name]
+            return source, name, line, text
+        if hops:
+            for local, target, attr, _ in json.loads(index.files[source].refs)["imports"]:
+                if local == name and attr:
+                    if found := _module_constant(index, target, attr, hops - 1):
+                        return found
+    return None
+
+
+def _weight(code: CodeAtHand, use: _Use) -> float:
+    return 1.0 / (1.0 + abs(use.line - code.line) / NEAR_SCALE)
+
+
+def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str, _Found], list[str]]:
+    """The definitions the code's external names reach, weighted by nearness; and the external names."""
+    found: dict[str, _Found] = {}
+    external: dict[str, None] = {}
+    low, high = code.near
+    for use in code.uses:
+        if reach is Reach.NEAR and not low <= use.line <= high:
+            continue
+        if not _external(code, use):
+            continue
+        external[use.dotted] = None
+        nodes = _candidates(index, code, use)
+        for node in nodes:
+            _add(found, _owner(index, node), use, _weight(code, use))
+        if not nodes and (constant := _constant(index, code, use)):
+            key = f"constant:{constant[0]}:{constant[1]}"
+            entry = found.setdefault(key, _Found(key, None, constant))
+            entry.uses[use.dotted] = None
+            entry.weight += _weight(code, use)
+    for base in _base_classes(index, code):
+        entry = found.setdefault(base.id, _Found(base.id, base))
+        entry.weight += 1.0  # as if used on the line: every `self.` of the class may reach it
+        entry.uses[f"base {base.name}"] = None
+    return found, list(external)
+
+
+def _owner(index: CodeIndex, node: NameNode | ClassNode) -> tuple[NameNode | ClassNode, str]:
+    """A method is shown in its class's stub: (the class, the method's last name); else (node, "")."""
+    if isinstance(node, NameNode) and "." in node.name and ".<locals>." not in node.name:
+        owner = index.linker.class_at(node.source, node.name)
+        if owner is not None:
+            return owner, node.name.rpartition(".")[2]
+    return node, ""
+
+
+def _add(found: dict[str, _Found], owned: tuple[NameNode | ClassNode, str], use: _Use, weight: float) -> None:
+    node, member = owned
+    entry = found.setdefault(node.id, _Found(node.id, node))
+    entry.uses[use.dotted] = None
+    entry.weight += weight
+    if member:
+        entry.members.add(member)
+
+
+# -- ranking ------------------------------------------------------------------------------------------
+
+
+def _ranked(index: CodeIndex, found: dict[str, _Found]) -> list[tuple[_Found, float]]:
+    """The definitions by personalized PageRank over them and the CALLS and INHERITS edges among them
+    and their one-hop neighbours (callees of the functions, bases of the classes), personalized by weight."""
+    import networkx as nx  # noqa: PLC0415 (only definitions context needs it)
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(found)
+    functions = [f.node.id for f in found.values() if isinstance(f.node, NameNode)]
+    for edge in index.store.calls(functions, callers=False) if functions else []:
+        callee = index.names.get(edge.other_id)
+        if callee is None:
+            continue
+        target, member = _owner(index, callee)
+        if target.id not in found:
+            found[target.id] = _Found(target.id, target)
+        if member:
+            found[target.id].members.add(member)
+        graph.add_edge(edge.name_id, target.id)
+    for entry in list(found.values()):
+        if isinstance(entry.node, ClassNode):
+            for base in index.linker.mro(entry.node)[1:2]:
+                found.setdefault(base.id, _Found(base.id, base))
+                graph.add_edge(entry.node.id, base.id)
+    total = sum(f.weight for f in found.values()) or 1.0
+    personal = {key: f.weight / total for key, f in found.items()}
+    graph.add_nodes_from(found)
+    ranks = nx.pagerank(graph, alpha=DAMPING, personalization=personal if any(personal.values()) else None)
+    return sorted(((found[k], r) for k, r in ranks.items()), key=lambda p: (-p[1], p[0].key))
+
+
+# -- stubs ----------------------------------------------------------------------------------------------
+
+
+def _short_signature(text: str, lang: str) -> str:
+    """A function's signature with its docstring cut to the first line; ` ...` after a bare Python header."""
+    found = signature(text, lang)
+    if lang != "python":
+        return found
+    lines = found.splitlines()
+    header = [line for line in lines if not line.lstrip().startswith(('"""', "'''"))]
+    doc = next((line for line in lines if line.lstrip().startswith(('"""', "'''"))), "")
+    if doc:
+        indent = doc[: len(doc) - len(doc.lstrip())]
+        first = re.split(r"(?<=[.!?])\s", doc.strip().strip('"').strip("'").strip(), maxsplit=1)[0]
+        return "\n".join([*header, f'{indent}"""{first}"""'])
+    return "\n".join(header) + " ..."
+
+
+def _indented(text: str, indent: str = "    ") -> list[str]:
+    lines = text.splitlines()
+    base = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+    return [indent + line[base:] for line in lines]
+
+
+@dataclass
+class _ClassStub:
+    """A class's stub at decreasing detail: header, doc, fields, methods (used ones first)."""
+
+    header: str
+    doc: str
+    fields: list[str]
+    methods: list[tuple[str, str, bool]]  # (name, signature, used)
+
+    def render(self, level: int) -> str:
+        """0: everything; 1: methods without docstrings; 2: only used methods and __init__; 3: no fields."""
+        lines = [self.header]
+        if self.doc:
+            lines.append(f'    """{self.doc}"""')
+        if level < 3:
+            lines += [f"    {f}" for f in self.fields]
+        for name, text, used in self.methods:
+            if level >= 2 and not used and name != "__init__":
+                continue
+            shown = (
+                text
+                if level == 0
+                else "\n".join(s for s in text.splitlines() if '"""' not in s)
+                + ("" if text.rstrip().endswith("...") or '"""' not in text else " ...")
+            )
+            lines += _indented(shown)
+        if len(lines) == 1 + bool(self.doc):
+            lines.append("    ...")
+        return "\n".join(lines)
+
+
+def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str]) -> _ClassStub:
+    table = index.stubs.get(cls.source, {}).get("classes", {}).get(cls.name, {})
+    header = table.get("header") or f"class {cls.name.rpartition('.')[2]}:"
+    methods = [
+        m
+        for m in index.linker.members(cls)
+        if (last := m.name.rpartition(".")[2]) in used or last == "__init__" or not last.startswith("_")
+    ]
+    methods.sort(key=lambda m: (m.name.rpartition(".")[2] not in used, m.start_line))
+    methods = sorted(methods[:MAX_METHODS], key=lambda m: m.start_line)
+    signatures = index.signatures(methods)
+    return _ClassStub(
+        header,
+        table.get("doc", ""),
+        list(table.get("fields", [])),
+        [
+            (m.name.rpartition(".")[2], signatures[m.id], m.name.rpartition(".")[2] in used)
+            for m in methods
+            if signatures[m.id]
+        ],
+    )
+
+
+def _stubs(index: CodeIndex, entry: _Found) -> tuple[str, list[str]]:
+    """The definition's kind and its stub at each level of detail, most detailed first."""
+    if entry.constant is not None:
+        return "constant", [entry.constant[3]]
+    node = entry.node
+    if isinstance(node, ClassNode):
+        stub = _class_stub(index, node, entry.members)
+        return "class", list(dict.fromkeys(stub.render(level) for level in range(4)))
+    assert isinstance(node, NameNode)
+    return "function", [index.signatures([node])[node.id]]
+
+
+# -- the whole -----------------------------------------------------------------------------------------
+
+
+def definitions_context(
+    store: GraphStore,
+    path: str,
+    line: int | None = None,
+    text: str | None = None,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    reach: Reach | str = Reach.NEAR,
+    gate: Gate | str = Gate.AUTO,
+    count_tokens: Callable[[str], int] | None = None,
+    exclude_sources: frozenset[str] = frozenset(),
+) -> DefinitionsContext:
+    """The definitions the code at `path` (or `text`, the code being written there) uses at `line`,
+    from other files of the store, as stubs within `budget` tokens (counted by `count_tokens`, else
+    estimated). Definitions in `exclude_sources` and in the file itself are never returned."""
+    names: Reach = _choice(Reach, reach, "reach")
+    gate = _choice(Gate, gate, "gate")
+    if budget < 0:
+        raise ConfigError("the budget must not be negative")
+    count = count_tokens or estimate_tokens
+    code = read_code(path, text, line)
+    index = code_index(store)
+    found, external = _collect(index, code, names)
+    found = {k: f for k, f in found.items() if _source(f) not in exclude_sources}
+    used = sorted({u for f in found.values() for u in f.uses if not u.startswith("base ")})
+    if gate is Gate.AUTO and not external:
+        return DefinitionsContext([], "", [], "the code uses only names of its own file, its locals and the builtins")
+    if gate is Gate.AUTO and not found:
+        return DefinitionsContext(
+            [], "", [], f"none of the {len(external)} names it uses from elsewhere is defined in the graph"
+        )
+    chosen = _fit(index, _ranked(index, found) if found else [], budget, count, code.path, exclude_sources)
+    rendered = render(chosen, code.path)
+    return DefinitionsContext(chosen, rendered, used, None, count(rendered) if rendered else 0)
+
+
+def _choice(kind: type[StrEnum], value: str, what: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(f"unknown {what} {value!r}; use one of: {', '.join(kind)}") from None
+
+
+def _source(entry: _Found) -> str:
+    return entry.constant[0] if entry.constant else entry.node.source if entry.node else ""
+
+
+def _fit(
+    index: CodeIndex,
+    ranked: Sequence[tuple[_Found, float]],
+    budget: int,
+    count: Callable[[str], int],
+    here: str,
+    exclude: frozenset[str],
+) -> list[Definition]:
+    """The ranked definitions that fit the budget with their file headers; a class trimmed before dropped."""
+    chosen: list[Definition] = []
+    headers: set[str] = set()
+    used = 0
+    for entry, score in ranked:
+        source = _source(entry)
+        if source == here or source in exclude:
+            continue
+        kind, levels = _stubs(index, entry)
+        header = 0 if source in headers else count(_header(source, here)) + 1
+        for stub in levels:
+            if stub and used + header + count(stub) + 1 <= budget:
+                chosen.append(_definition(entry, kind, stub, score))
+                headers.add(source)
+                used += header + count(stub) + 1
+                break
+    return chosen
+
+
+def _definition(entry: _Found, kind: str, stub: str, score: float) -> Definition:
+    if entry.constant is not None:
+        path, name, line, _ = entry.constant
+        return Definition(name, path, (line, line), kind, stub, score, tuple(entry.uses))
+    node = entry.node
+    assert node is not None
+    return Definition(node.name, node.source, (node.start_line, node.end_line), kind, stub, score, tuple(entry.uses))
+
+
+def _header(source: str, here: str) -> str:
+    return f"# {display_path(source, here)}"
+
+
+def display_path(source: str, here: str) -> str:
+    """A definition's file as shown: relative to the deepest folder it shares with the code at hand."""
+    parts, others = Path(source).parts, Path(here).parts[:-1]
+    shared = 0
+    while shared < min(len(parts) - 1, len(others)) and parts[shared] == others[shared]:
+        shared += 1
+    return str(Path(*parts[shared - 1 :])) if shared > 1 else source
+
+
+def render(definitions: Sequence[Definition], here: str = "") -> str:
+    """The stubs grouped by file under a `# path` header, files in rank order, definitions in line order."""
+    by_file: dict[str, list[Definition]] = {}
+    for definition in definitions:
+        by_file.setdefault(definition.path, []).append(definition)
+    blocks = []
+    for source, group in by_file.items():
+        stubs = [d.stub for d in sorted(group, key=lambda d: d.lines)]
+        blocks.append("\n".join([_header(source, here), *stubs]))
+    return "\n\n".join(blocks) + ("\n" if blocks else "")
+
+
+def context_prompt(found: DefinitionsContext, path: str, code: str, line: int | None = None) -> str:
+    """The context before the code it serves: the stubs by file, then the code at `path` up to the line
+    under its own header (CrossCodeEval's layout: path-labelled context first, the current file last)."""
+    shown = code.splitlines()[: line if line is not None else None]
+    return "".join([found.text, "\n" if found.text else "", f"# {path}\n", "\n".join(shown), "\n"])

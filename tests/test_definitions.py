@@ -1,0 +1,173 @@
+"""Definitions context (`KnowledgeBase.context_at`, `pkg context`, the `defs` modes) on a real build of
+tests/fixtures/context (a small package whose files import each other), on both stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pkg.code.stubs import python_stubs
+from pkg.embedders import CachedEmbedder
+from pkg.errors import ConfigError
+from pkg.knowledge_base import KnowledgeBase
+from retrieval.definitions import Definition, read_code, render
+from retrieval.search import Options
+from retrieval.tokenize import estimate_tokens
+from tests.conftest import FIXTURES, run_cli
+from tests.test_incremental import Opener, open_store  # noqa: F401 (open_store: a fixture)
+
+SHOP = FIXTURES / "context" / "shop"
+ROUND_MONEY = 'def round_money(amount: float) -> float:\n    """Round an amount to whole cents."""'
+
+
+def _at(name: str) -> str:
+    return str((SHOP / name).resolve())
+
+
+@pytest.fixture()
+def kb(open_store: Opener, module_embedder: CachedEmbedder, tmp_path: Path) -> KnowledgeBase:  # noqa: F811
+    built = KnowledgeBase(tmp_path / "kb", open_store("context"), module_embedder)
+    built.build([SHOP.parent], parts=["functions"])
+    return built
+
+
+def _named(definitions: list[Definition]) -> dict[str, Definition]:
+    return {d.name: d for d in definitions}
+
+
+def test_a_function_gets_the_definitions_it_imports(kb: KnowledgeBase) -> None:
+    """checkout (pricing.py:6-9) uses Cart (an annotation), TAX_RATE (re-exported by the package's
+    __init__) and u.round_money (`import shop.util as u`)."""
+    found = kb.context_at(_at("pricing.py"), 9)
+    assert found.gated is None
+    named = _named(found.definitions)
+    # Record, Cart's base, is no name of checkout's: PageRank reaches it from Cart, below what the code uses
+    assert set(named) == {"Cart", "TAX_RATE", "round_money", "Record"}
+    assert named["Record"].score < min(d.score for d in found.definitions if d.name != "Record")
+    assert (named["round_money"].path, named["round_money"].lines, named["round_money"].kind) == (
+        _at("util.py"),
+        (1, 3),
+        "function",
+    )
+    assert named["round_money"].stub == ROUND_MONEY
+    assert (named["TAX_RATE"].stub, named["TAX_RATE"].path, named["TAX_RATE"].lines) == (
+        "TAX_RATE = 0.2",
+        _at("models.py"),
+        (6, 6),
+    )
+    cart = named["Cart"].stub
+    assert cart.startswith('class Cart(Record):\n    """Items a customer is about to buy."""')
+    for shown in ("self.owner = owner", "def add(self, item: Item) -> None:", "def total(self) -> float:"):
+        assert shown in cart
+    assert "def __init__(self, owner: str) -> None:" in cart
+    assert "_audit" not in cart and "append" not in cart and "return" not in cart  # no bodies, no private methods
+    assert found.used == ["Cart", "TAX_RATE", "u.round_money"]
+    assert found.text.startswith("# shop/")
+    assert found.text == render(found.definitions, _at("pricing.py"))
+    assert "# shop/util.py\n" + ROUND_MONEY in found.text
+
+
+def test_self_calls_reach_the_base_class_in_another_file(kb: KnowledgeBase) -> None:
+    found = kb.context_at(_at("report.py"), 12)
+    [record] = found.definitions
+    assert (record.name, record.kind, record.path) == ("Record", "class", _at("base.py"))
+    assert 'kind = "record"' in record.stub and "def save(self, path: str) -> None:" in record.stub
+    assert "self.save" in record.uses and "json.dump" not in record.stub
+
+
+def test_the_gate_gives_nothing_to_code_that_needs_nothing_from_elsewhere(kb: KnowledgeBase) -> None:
+    gated = kb.context_at(_at("pricing.py"), 14)  # double(): a comprehension over its parameter
+    assert (gated.definitions, gated.text, gated.used) == ([], "", [])
+    assert gated.gated and "own file" in gated.gated
+    assert kb.context_at(_at("pricing.py"), 14, gate="always").definitions == []
+    everything = kb.context_at(_at("pricing.py"), 14, names="all", gate="always")
+    assert {d.name for d in everything.definitions} == {"Cart", "TAX_RATE", "round_money", "Record"}
+    outside = kb.context_at(_at("x.py"), 2, "import os\nos.getcwd()\n")
+    assert outside.gated and "none of the 2 names" in outside.gated
+
+
+def test_code_being_written_need_not_be_indexed_nor_parse(kb: KnowledgeBase) -> None:
+    """A new file of the package, its last line half written: its relative import still resolves."""
+    code = "from .models import Item\n\n\ndef make(name):\n    item = Item(name, 1.0)\n    return item.\n"
+    found = kb.context_at(str(SHOP / "new.py"), 6, code)
+    [item] = found.definitions
+    assert item.name == "Item"
+    assert item.stub.startswith(
+        '@dataclass\nclass Item:\n    """One product in a cart."""\n    name: str\n    price: float'
+    )
+    assert "def cost(self) -> float:" in item.stub
+
+
+def test_a_tight_budget_trims_a_class_before_dropping_it(kb: KnowledgeBase) -> None:
+    code = "from shop.models import Cart\n\n\ndef fill(cart: Cart):\n    cart.add(None)\n"
+    full = _named(kb.context_at(str(SHOP / "fill.py"), 5, code).definitions)["Cart"].stub
+    tight = kb.context_at(str(SHOP / "fill.py"), 5, code, budget=estimate_tokens(full))  # the header no longer fits
+    assert 0 < tight.tokens <= estimate_tokens(full)
+    trimmed = _named(tight.definitions)["Cart"].stub
+    assert trimmed != full and trimmed.startswith("class Cart(Record):") and "def total(self)" in trimmed
+    assert kb.context_at(str(SHOP / "fill.py"), 5, code, budget=1).definitions == []
+
+
+def test_bad_input_is_one_clear_error(kb: KnowledgeBase) -> None:
+    with pytest.raises(ConfigError, match="line 99 is outside"):
+        kb.context_at(_at("pricing.py"), 99)
+    with pytest.raises(ConfigError, match="unknown gate 'sometimes'"):
+        kb.context_at(_at("pricing.py"), 9, gate="sometimes")
+    with pytest.raises(ConfigError, match="cannot read"):
+        kb.context_at(str(SHOP / "missing.py"), 1)
+
+
+def test_the_defs_modes_answer_a_query_of_code(kb: KnowledgeBase) -> None:
+    code = "import shop.util as u\nfrom shop.models import Cart\n\ndef pay(cart: Cart):\n    return u.round_money(1)\n"
+    results = kb.query(code, "defs", k=5).results
+    assert {r.name for r in results} == {"Cart", "round_money", "Record"}  # Record: Cart's base
+    assert all(r.kind == "DEFINITION" and r.text == r.pruned_text for r in results)
+    hidden = kb.query(code, "defs", k=5, options=Options(exclude_sources=frozenset({_at("models.py")}))).results
+    assert [r.name for r in hidden] == ["round_money"]  # Cart hidden, and Record, reached only through it
+    both = kb.query(code, "defs+func", k=5).results
+    assert [r.name for r in both[:-1]] == [r.name for r in results] and both[-1].kind == "IMPL"
+
+
+# -- no store needed --------------------------------------------------------------------------------
+
+
+def test_class_and_constant_stubs_are_read_at_build_time() -> None:
+    tables = python_stubs((SHOP / "models.py").read_text())
+    assert tables["constants"] == {"TAX_RATE": [6, "TAX_RATE = 0.2"]}
+    assert tables["classes"]["Item"] == {
+        "header": "@dataclass\nclass Item:",
+        "doc": "One product in a cart.",
+        "fields": ["name: str", "price: float", "quantity: int = 1"],
+    }
+    assert tables["classes"]["Cart"]["fields"] == ["self.owner = owner", "self.items: list[Item] = []"]
+    assert python_stubs("def broken(:\n") == {"classes": {}, "constants": {}}
+
+
+def test_the_code_at_hand_knows_its_scope_and_names() -> None:
+    code = read_code(_at("report.py"), None, 12)
+    assert (code.scope, code.own_class, code.near) == ("Report.publish", "Report", (4, 12))
+    assert {"path", "self"} <= code.local and {"publish", "__init__"} <= code.members
+    assert [(u.dotted, u.line) for u in code.uses if u.dotted.startswith("self.")] == [("self.save", 12)]
+
+
+@pytest.mark.cli
+def test_pkg_context_prints_text_json_and_a_prompt(tmp_path: Path, env: dict[str, str]) -> None:
+    db = str(tmp_path / "db")
+    built = run_cli("build", str(SHOP.parent), "--db", db, "--parts", "functions", env_extra=env)
+    assert built.returncode == 0, built.stderr
+    text = run_cli("context", f"{_at('pricing.py')}:9", "--db", db, env_extra=env)
+    assert text.returncode == 0, text.stderr
+    assert "# shop/util.py\n" + ROUND_MONEY in text.stdout
+    answer = json.loads(run_cli("context", f"{_at('pricing.py')}:9", "--db", db, "--format", "json").stdout)
+    assert {d["name"]: (d["lines"], d["kind"]) for d in answer["definitions"]}["round_money"] == ([1, 3], "function")
+    prompt = run_cli("context", f"{_at('pricing.py')}:7", "--db", db, "--format", "prompt", env_extra=env).stdout
+    assert prompt.index("def round_money") < prompt.index(f"# {_at('pricing.py')}\n") and prompt.rstrip().endswith(
+        'def checkout(cart: Cart) -> float:\n    """The amount to pay for a cart, tax included."""'
+    )
+    gated = run_cli("context", f"{_at('pricing.py')}:14", "--db", db, env_extra=env)
+    assert gated.returncode == 0 and gated.stdout == "" and "no context:" in gated.stderr
+    for wrong, message in ((f"{_at('pricing.py')}:0", "lines count from 1"), ("nowhere.py:3", "no file")):
+        failed = run_cli("context", wrong, "--db", db, env_extra=env)
+        assert failed.returncode != 0 and message in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
