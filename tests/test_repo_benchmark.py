@@ -33,8 +33,10 @@ from pkg.errors import BenchmarkError, ConfigError
 from pkg.evaluation.repo import (
     AUTO,
     REPO_ARMS,
+    ContextSettings,
     RepoRun,
     Snippet,
+    arm_context,
     body_from_continuation,
     body_from_reply,
     body_parses,
@@ -60,6 +62,7 @@ from pkg.evaluation.repo import (
 )
 from pkg.generators import make_generator
 from pkg.knowledge_base import KnowledgeBase
+from retrieval.tokenize import estimate_tokens
 from tests.conftest import run_cli
 
 TENACITY = next(r for r in REPOSITORIES if r.package == "tenacity")
@@ -371,34 +374,57 @@ def test_retrieval_never_shows_the_tasks_own_file(tenacity_pkg: Path, module_emb
 
 
 @pytest.mark.model
+def test_the_definitions_arms_hold_what_cross_file_bodies_need(tenacity_pkg: Path, module_embedder: Embedder) -> None:
+    settings = ContextSettings(budget=256)
+    with KnowledgeBase(tenacity_pkg / "tenacity", embedder=module_embedder) as kb:
+        tasks = load_repo_tasks([TENACITY], per_stratum=PILOT_PER_STRATUM)
+        found = needed = 0
+        for task in tasks:
+            defs = arm_context(settings, kb, REPO_ARMS["defs"], task)
+            assert all(not line.startswith(task.relpath) for line in defs.retrieved)  # never its own file
+            assert estimate_tokens(defs.text) <= 256
+            found += sum(defines(defs.text, n.short) for n in task.needs)
+            needed += len(task.needs)
+            mixed = arm_context(settings, kb, REPO_ARMS["defs+func"], task)
+            assert mixed.snippets[: len(defs.snippets)] == defs.snippets and mixed.gated == defs.gated
+            assert len(mixed.retrieved) <= len(defs.retrieved) + 1 and estimate_tokens(mixed.text) <= 256 + 8
+        assert needed and found / needed >= 0.5
+        in_file = [t for t in tasks if t.stratum == IN_FILE]
+        gated = [arm_context(settings, kb, REPO_ARMS["defs"], t).gated for t in in_file]
+        assert any(gated)  # the auto gate declines some code that needs nothing from elsewhere
+
+
+@pytest.mark.model
 @pytest.mark.llm
 def test_a_real_run_scores_every_arm_of_a_task_in_its_layout(
     tenacity_pkg: Path, module_embedder: Embedder, tmp_path: Path
 ) -> None:
     tasks = [_task("tenacity/tornadoweb.py:TornadoRetrying.__init__")]
-    arms = ["infile", "func-pkg"]
+    arms = ["infile", "func-pkg", "defs", "defs+func", AUTO]
+    layouts = {"infile": "chat", "func-pkg": "repo", "defs": "chat-context-first", "defs+func": "repo"}
     generator = make_generator("llama:smollm2-135m")
     try:
         run = RepoRun(tasks, arms, generator, tenacity_pkg, tmp_path, module_embedder)
-        run.layouts, run.budget = {"infile": "chat", "func-pkg": "repo"}, 128
+        run.layouts, run.budget = layouts, 256  # BaseRetrying's stub (~250 tokens) does not fit 128
         records = run_repo(run)
     finally:
         generator.close()
-    assert [(r.task_id, r.arm, r.layout) for r in records] == [
-        (tasks[0].task_id, "infile", "chat"),
-        (tasks[0].task_id, "func-pkg", "repo"),
-    ]
+    by_arm = {r.arm: r for r in records}
+    assert [(r.task_id, r.arm) for r in records] == [(tasks[0].task_id, arm) for arm in arms]
+    assert {arm: by_arm[arm].layout for arm in layouts} == layouts
     for record in records:
         assert record.reply and record.prompt_tokens > 0 and record.stratum == CROSS_FILE and record.needed == 1
         assert 0.0 <= record.edit_similarity <= 1.0
         assert record.parses == body_parses(record.body)
-    infile, func = records
+    infile, func, defs = by_arm["infile"], by_arm["func-pkg"], by_arm["defs"]
     assert not infile.context and infile.context_tokens == 0
-    assert func.retrieved and 0 < func.context_tokens <= 128
+    assert func.retrieved and 0 < func.context_tokens <= 256
     assert func.body == body_from_continuation(func.reply, tasks[0].indent)
+    assert defs.gated is None and defs.needed_in_context == 1  # super().__init__: BaseRetrying's stub
+    assert by_arm[AUTO].reply == defs.reply and by_arm[AUTO].generation_seconds == 0.0
     rows = summarise(records, arms)
-    assert [row["tasks"] for row in rows] == [1, 1]
+    assert [row["tasks"] for row in rows] == [1] * len(arms)
     table = write_repo_report(tmp_path, records, arms, ["- a note"])
-    assert "| func-pkg | repo | 1 |" in table
+    assert "| func-pkg | repo | 1 |" in table and "| defs | chat-context-first | 1 |" in table
     saved = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [s["body"] for s in saved] == [r.body for r in records]

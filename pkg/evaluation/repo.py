@@ -42,7 +42,9 @@ from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.generators.base import Completion, GenerationParams, Generator, Message
 from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
+from retrieval.definitions import DefinitionsContext
 from retrieval.search import Mode, Neighbour, Options, Result
+from retrieval.tokenize import estimate_tokens
 
 
 @dataclass(frozen=True)
@@ -467,12 +469,22 @@ class RepoRun:
     names: str = "near"
 
 
-def arm_context(run: RepoRun, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -> Context:
-    """The arm's context for the task within the run's budget: definitions first, then similar code."""
+@dataclass(frozen=True)
+class ContextSettings:
+    """How much context an arm gets (model tokens, counted by `count_tokens`) and which imported names
+    the definitions arms stub (`near` the line or `all`)."""
+
+    budget: int = REPO_CONTEXT_BUDGET
+    names: str = "near"
+    count_tokens: Callable[[str], int] = estimate_tokens
+
+
+def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -> Context:
+    """The arm's context for the task within the budget: definitions first, then similar code."""
     context = Context()
-    left = run.budget
+    left = settings.budget
     if arm.definitions:
-        found = _definitions(run, kb, task, "always")
+        found = _definitions(settings, kb, task, "always")
         by_file: dict[str, list[str]] = {}
         for definition in found.definitions:
             by_file.setdefault(_package_path(definition.path, task), []).append(definition.stub.rstrip())
@@ -480,27 +492,27 @@ def arm_context(run: RepoRun, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -
         context.retrieved = [
             f"{_package_path(d.path, task)}:{d.lines[0]}-{d.lines[1]} {d.name}" for d in found.definitions
         ]
-        context.gated = _definitions(run, kb, task, "auto").gated
-        left -= run.generator.count_tokens(context.text) if context.snippets else 0
+        context.gated = _definitions(settings, kb, task, "auto").gated
+        left -= settings.count_tokens(context.text) if context.snippets else 0
     if arm.mode is not None:
         found_code = retrieve(kb, arm, task, 1 if arm.definitions else K)
-        texts, _ = fit_snippets([r.pruned_text for r in found_code], max(left, 0), run.generator.count_tokens)
+        texts, _ = fit_snippets([r.pruned_text for r in found_code], max(left, 0), settings.count_tokens)
         context.snippets += [Snippet(_package_path(r.path, task), t) for r, t in zip(found_code, texts, strict=False)]
         context.retrieved += [where(r, task) for r in found_code[: len(texts)]]
     return context
 
 
-def _definitions(run: RepoRun, kb: KnowledgeBase, task: RepoTask, gate: str):  # noqa: ANN202
+def _definitions(settings: ContextSettings, kb: KnowledgeBase, task: RepoTask, gate: str) -> DefinitionsContext:
     """context_at for the code at hand: the task's file up to the body (the editor's view), never the file
     itself (context_at leaves it out) nor anything after the body."""
     return kb.context_at(
         task.path,
-        task.body_line,
+        None,  # the end of the text: the line before the body
         task.file_before_body(),
-        budget=run.budget,
-        names=run.names,
+        budget=settings.budget,
+        names=settings.names,
         gate=gate,
-        count_tokens=run.generator.count_tokens,
+        count_tokens=settings.count_tokens,
     )
 
 
@@ -545,7 +557,7 @@ def derive_auto(infile: RepoRecord, defs: RepoRecord) -> RepoRecord:
 
 
 def _one(run: RepoRun, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -> RepoRecord:
-    context = arm_context(run, kb, arm, task)
+    context = arm_context(ContextSettings(run.budget, run.names, run.generator.count_tokens), kb, arm, task)
     layout = run.layouts.get(arm.name, DEFAULT_LAYOUT)
     reply, body = ask_model(run.generator, layout, task, context.snippets, run.params)
     record = score(task, arm.name, body, context.text)
