@@ -653,8 +653,8 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
 )
 @click.option(
     "--names",
-    type=click.Choice(["near", "all"]),
-    default="near",
+    type=click.Choice([r.value for r in Reach]),
+    default=Reach.NEAR.value,
     show_default=True,
     help="repo: which imported names the definitions arms stub: those used near the line, or all of the file's.",
 )

@@ -42,7 +42,7 @@ from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.generators.base import Completion, GenerationParams, Generator, Message
 from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
-from retrieval.definitions import DefinitionsContext
+from retrieval.definitions import DefinitionsContext, Reach
 from retrieval.search import Mode, Neighbour, Options, Result
 from retrieval.tokenize import estimate_tokens
 
@@ -466,7 +466,7 @@ class RepoRun:
     params: GenerationParams = field(default_factory=lambda: repo_params(MAX_NEW_TOKENS))
     layouts: Mapping[str, str] = field(default_factory=dict)  # arm -> layout; DEFAULT_LAYOUT if absent
     budget: int = REPO_CONTEXT_BUDGET
-    names: str = "near"
+    names: str = Reach.NEAR.value
 
 
 @dataclass(frozen=True)
@@ -475,7 +475,7 @@ class ContextSettings:
     the definitions arms stub (`near` the line or `all`)."""
 
     budget: int = REPO_CONTEXT_BUDGET
-    names: str = "near"
+    names: str = Reach.NEAR.value
     count_tokens: Callable[[str], int] = estimate_tokens
 
 
