@@ -493,7 +493,7 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
             f"{_package_path(d.path, task)}:{d.lines[0]}-{d.lines[1]} {d.name}" for d in found.definitions
         ]
         context.gated = _definitions(settings, kb, task, "auto").gated
-        left -= settings.count_tokens(context.text) if context.snippets else 0
+        left -= sum(map(settings.count_tokens, (s.text for s in context.snippets)))
     if arm.mode is not None:
         found_code = retrieve(kb, arm, task, 1 if arm.definitions else K)
         texts, _ = fit_snippets([r.pruned_text for r in found_code], max(left, 0), settings.count_tokens)
@@ -564,7 +564,7 @@ def _one(run: RepoRun, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -> RepoR
     record.layout = layout
     record.gated = context.gated
     record.reply = reply.text
-    record.context_tokens = run.generator.count_tokens(context.text) if context.snippets else 0
+    record.context_tokens = sum(map(run.generator.count_tokens, (s.text for s in context.snippets)))  # as budgeted
     record.retrieved = context.retrieved
     record.prompt_tokens = reply.prompt_tokens
     record.completion_tokens = reply.completion_tokens
