@@ -2,8 +2,9 @@
 symbols of other files its reference body uses whose definition the arm's context holds, per stratum,
 budget and `--names`; how often the auto gate lets context through; the context's size; context_at's time.
 
-Writes repo-context-<timestamp>.json. The definitions arms need no embedder; the similarity arm measured
-here is BM25 over chunks (the PKGs are built with the static embedder, which only BM25 does not use).
+Writes repo-context-<timestamp>.json (repo-context-pilot-… with --pilot). The definitions arms need
+no embedder; the similarity arm measured here is BM25 over chunks (the PKGs are built with the static
+embedder, fast, which BM25 does not use).
 Tokens are estimated (word/punctuation tokens), not the generator's.
 
     python bench/bench_repo_context.py [--pilot] [--db DIR]
@@ -85,7 +86,8 @@ def main() -> None:
                     results[key] = measure(tasks, kbs, arm, ContextSettings(budget, names))
                     print(key, results[key], flush=True)
     result = {"date": utc_now(), "machine": machine(), "tasks": len(tasks), "build_seconds": round(built, 1)}
-    path = write_result(args.out, "repo-context", {**result, "results": results})
+    name = "repo-context-pilot" if args.pilot else "repo-context"
+    path = write_result(args.out, name, {**result, "pilot": args.pilot, "results": results})
     print("wrote", path)
 
 
