@@ -139,6 +139,17 @@ def _generation_options(command: Any) -> Any:
     return command
 
 
+def _names_option(help_text: str) -> Any:
+    """`--names`: which names of the code get a definition (context_at's Reach)."""
+    return click.option(
+        "--names",
+        type=click.Choice([r.value for r in Reach]),
+        default=Reach.NEAR.value,
+        show_default=True,
+        help=help_text,
+    )
+
+
 @contextmanager
 def _knowledge_base(
     db_dir: Path, store: str, embedder: str | None = None, cache_dir: Path | None = None
@@ -452,13 +463,7 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
     show_default=True,
     help="Tokens of context at most.",
 )
-@click.option(
-    "--names",
-    type=click.Choice([r.value for r in Reach]),
-    default=Reach.NEAR.value,
-    show_default=True,
-    help="Define the names used near the line (its enclosing top-level function or class), or all of the file's.",
-)
+@_names_option("Define the names used near the line (its enclosing top-level function or class), or all of the file's.")
 @click.option(
     "--gate",
     type=click.Choice([g.value for g in Gate]),
@@ -651,13 +656,7 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     show_default=True,
     help="repo: model tokens of context per prompt, every arm alike (the pilot tries 128, 256, 512).",
 )
-@click.option(
-    "--names",
-    type=click.Choice([r.value for r in Reach]),
-    default=Reach.NEAR.value,
-    show_default=True,
-    help="repo: which imported names the definitions arms stub: those used near the line, or all of the file's.",
-)
+@_names_option("repo: which names the definitions arms stub: those used near the line, or all of the file's.")
 @click.option(
     "--pilot",
     is_flag=True,
