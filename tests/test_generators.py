@@ -13,7 +13,7 @@ from pkg.generators import GenerationParams, make_generator
 from pkg.generators.cache import CachedGenerator, GenerationCache
 from pkg.generators.models import QWEN_SHA256, resolve_model
 from pkg.generators.openai_compat import OpenAICompatGenerator
-from tests.chat_server import ChatServer, completion
+from tests.chat_server import ChatServer, completion, text_completion
 
 MESSAGES = [{"role": "user", "content": "Write a function that adds two numbers."}]
 
@@ -30,6 +30,8 @@ class _Scripted:
             return 503, {"error": {"message": "busy"}}
         if body["model"] == "refuse":
             return 400, {"error": {"message": "bad model"}}
+        if "prompt" in body:  # a raw completion: goes on with the prompt's last line
+            return text_completion(f"  # after {body['prompt'].splitlines()[-1]!r}", 5, 3)
         return completion(f"```python\n# {body['messages'][-1]['content']}\n```", 11, 7)
 
 
@@ -104,6 +106,29 @@ def test_cache_answers_repeats_and_survives_a_torn_last_line(chat_server: ChatSe
     assert len(chat_server.requests) == 3
 
 
+def test_openai_client_completes_raw_text_through_the_completions_endpoint(chat_server: ChatServer) -> None:
+    generator = OpenAICompatGenerator("tiny-coder", base_url=_url(chat_server), retries=0)
+    reply = generator.complete("<|file_sep|>a.py\nx = 1", GenerationParams(max_new_tokens=9, stop=("\ndef ",)))
+    assert reply.text == "  # after 'x = 1'" and (reply.prompt_tokens, reply.completion_tokens) == (5, 3)
+    assert chat_server.paths == ["/v1/completions"]
+    sent = chat_server.requests[0]
+    assert sent["prompt"] == "<|file_sep|>a.py\nx = 1" and "messages" not in sent
+    assert sent["max_tokens"] == 9 and sent["stop"] == ["\ndef "]
+
+
+def test_cache_keeps_raw_prompts_apart_from_chat_messages(chat_server: ChatServer, tmp_path: Path) -> None:
+    inner = OpenAICompatGenerator("tiny-coder", base_url=_url(chat_server), retries=0)
+    cached = CachedGenerator(inner, GenerationCache(tmp_path / "generations.jsonl"))
+    prompt = MESSAGES[0]["content"]
+    first = cached.complete(prompt, GenerationParams())
+    assert cached.complete(prompt, GenerationParams()) == first
+    chat = cached.generate(MESSAGES, GenerationParams())  # the same text as a chat turn is another request
+    assert chat.text != first.text
+    assert chat_server.paths == ["/v1/completions", "/v1/chat/completions"]
+    reopened = CachedGenerator(inner, GenerationCache(tmp_path / "generations.jsonl"))
+    assert reopened.complete(prompt, GenerationParams()) == first and reopened.hits == 1
+
+
 def test_unknown_generators_and_models_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="unknown generator"):
         make_generator("gpt:x")
@@ -161,3 +186,14 @@ def test_pkg_llama_threads_sets_llama_cpp_threads(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PKG_LLAMA_THREADS", "all")
     with pytest.raises(ConfigError, match="PKG_LLAMA_THREADS must be a positive whole number, not 'all'"):
         make_generator("llama:smollm2-135m")
+
+
+def test_smollm2_continues_raw_text_with_special_tokens_read_as_such(smollm2) -> None:
+    params = GenerationParams(max_new_tokens=16, stop=("\ndef ",))
+    prompt = "<|im_start|>def add(a, b):\n    "
+    first = smollm2.complete(prompt, params)
+    assert first.text == smollm2.complete(prompt, params).text
+    assert first.text.strip() and "\ndef " not in first.text and 0 < first.completion_tokens <= 16
+    # <|im_start|> is one of SmolLM2's special tokens: read as such, it is one token of the prompt, not six
+    plain = smollm2.complete("def add(a, b):\n    ", params)
+    assert first.prompt_tokens == plain.prompt_tokens + 1

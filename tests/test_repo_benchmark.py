@@ -1,69 +1,192 @@
-"""The repository-level completion benchmark: tasks sampled from installed packages, the body taken from a
-reply, the scores; and a real run (SmolLM2, MiniLM, a real package's PKG) where retrieval never shows the
-task's own file."""
+"""The repository-level completion benchmark: tasks sampled per stratum from installed packages (their
+cross-file needs decided statically, the in-file context keeping the imports), the three prompt layouts,
+the body taken from a reply or a continuation, the scores and the per-stratum report with its bootstrap;
+and a real run (SmolLM2, MiniLM, a real package's PKG) where retrieval never shows the task's own file."""
 
 from __future__ import annotations
 
+import ast
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
 
-from pkg.benchmarks.repo import REPOSITORIES, Repository, code_lines, load_repo_tasks
+from pkg.benchmarks.cross_file import Needed
+from pkg.benchmarks.repo import (
+    CROSS_FILE,
+    ELISION,
+    IN_FILE,
+    PER_STRATUM,
+    PILOT_PER_STRATUM,
+    REPOSITORIES,
+    Repository,
+    RepoTask,
+    code_lines,
+    import_block,
+    is_test_file,
+    load_repo_tasks,
+    repository_candidates,
+)
 from pkg.embedders import Embedder
 from pkg.errors import BenchmarkError, ConfigError
 from pkg.evaluation.repo import (
+    AUTO,
     REPO_ARMS,
+    ContextSettings,
     RepoRun,
+    Snippet,
+    arm_context,
+    body_from_continuation,
     body_from_reply,
     body_parses,
+    bootstrap_interval,
     build_repositories,
+    context_first_messages,
+    defines,
+    derive_auto,
     edit_similarity,
     identifier_scores,
     levenshtein,
+    parse_layouts,
     parse_repo_arms,
+    raw_stops,
+    repo_messages,
+    repo_prompt,
     retrieve,
     run_repo,
+    score,
     summarise,
     where,
     write_repo_report,
 )
 from pkg.generators import make_generator
 from pkg.knowledge_base import KnowledgeBase
+from retrieval.tokenize import estimate_tokens
 from tests.conftest import run_cli
 
 TENACITY = next(r for r in REPOSITORIES if r.package == "tenacity")
 
 
-def test_tasks_are_deterministic_and_balanced() -> None:
-    tasks = load_repo_tasks()
-    assert tasks == load_repo_tasks()
-    assert len(tasks) == 200
+@cache
+def _all_tasks() -> tuple[RepoTask, ...]:
+    return tuple(load_repo_tasks())
+
+
+@cache
+def _candidates(package: str) -> dict[str, list[RepoTask]]:
+    return repository_candidates(next(r for r in REPOSITORIES if r.package == package))
+
+
+def _task(task_id: str) -> RepoTask:
+    package = task_id.split("/", 1)[0]
+    return next(t for tasks in _candidates(package).values() for t in tasks if t.task_id == task_id)
+
+
+def test_tasks_are_deterministic_and_stratified() -> None:
+    tasks = _all_tasks()
+    assert list(tasks) == load_repo_tasks()
+    assert len({t.task_id for t in tasks}) == len(tasks)
+    strata = [t.stratum for t in tasks]
+    assert strata.count(CROSS_FILE) >= 150 and strata.count(IN_FILE) >= 100
     assert {t.repository for t in tasks} == {r.package for r in REPOSITORIES}
-    assert len({t.task_id for t in tasks}) == 200
+    for repository in REPOSITORIES:  # per package: the quota, or every candidate when there are fewer
+        candidates = _candidates(repository.package)
+        for stratum, quota in PER_STRATUM.items():
+            mine = [t for t in tasks if t.repository == repository.package and t.stratum == stratum]
+            assert {t.task_id for t in mine} == {t.task_id for t in candidates[stratum][:quota]}
+    assert all(bool(t.needs) == (t.stratum == CROSS_FILE) for t in tasks)
+
+
+def test_the_pilot_is_balanced_and_part_of_the_run() -> None:
+    pilot = load_repo_tasks(per_stratum=PILOT_PER_STRATUM)
+    assert len(pilot) == 60
+    assert {(t.repository, t.stratum) for t in pilot} == {(r.package, s) for r in REPOSITORIES for s in PER_STRATUM}
+    assert {t.task_id for t in pilot} <= {t.task_id for t in _all_tasks()}
+
+
+def test_no_task_comes_from_a_test_file() -> None:
+    assert is_test_file("core_test.py") and is_test_file("test_core.py") and is_test_file("conftest.py")
+    assert is_test_file("sub/tests/helpers.py") and not is_test_file("testing_tools.py")
+    fire = _candidates("fire")
+    assert any(Path(fire[IN_FILE][0].path).parent.glob("*_test.py"))  # fire keeps its tests beside its code
+    assert not any(is_test_file(t.relpath) for tasks in fire.values() for t in tasks)
 
 
 def test_a_task_hides_its_body_and_ends_at_its_header() -> None:
-    for task in load_repo_tasks():
+    for task in _all_tasks():
         assert 2 <= len(code_lines(task.body)) <= 12
         assert "\n".join(code_lines(task.body)) not in "\n".join(code_lines(task.prefix))
         source = Path(task.path).read_text(encoding="utf-8")
-        start = source.index(task.prefix)  # the prefix is the file's text, cut at a line boundary
-        rest = source[start + len(task.prefix) :]
+        tail = task.prefix.split(ELISION)[-1]  # after the elided lines, the file's text up to the body
+        before_body = "".join(source.splitlines(keepends=True)[: task.body_line - 1])
+        assert before_body.endswith(tail) and task.file_before_body() == before_body
+        rest = source[len(before_body) :]
         assert code_lines(rest)[: len(code_lines(task.body))] == code_lines(task.body)
         header = task.prefix.splitlines()
         assert any(line.lstrip().startswith(("def ", "async def ")) for line in header[-40:])
 
 
-def test_fewer_tasks_per_repository_keep_the_same_first_picks() -> None:
-    few = load_repo_tasks([TENACITY], per_repository=5)
-    many = load_repo_tasks([TENACITY], per_repository=20)
+def test_the_in_file_context_keeps_the_import_block() -> None:
+    elided = [t for t in _all_tasks() if ELISION in t.prefix]
+    assert len(elided) >= 100  # most files are longer than the 768-word context
+    for task in elided:
+        source = Path(task.path).read_text(encoding="utf-8")
+        start, end = import_block(ast.parse(source)) or (0, 0)
+        imports = "".join(source.splitlines(keepends=True)[start:end])
+        assert task.prefix.startswith(imports + ELISION)
+        assert task.prefix.count(ELISION) == 1
+    short = [t for t in _all_tasks() if ELISION not in t.prefix]
+    assert short and all(t.file_before_body().endswith(t.prefix) for t in short)
+
+
+def test_fewer_tasks_per_stratum_keep_the_same_first_picks() -> None:
+    few = load_repo_tasks([TENACITY], per_stratum={CROSS_FILE: 2, IN_FILE: 3})
+    many = load_repo_tasks([TENACITY])
     assert {t.task_id for t in few} <= {t.task_id for t in many}
+    assert [t.stratum for t in few].count(CROSS_FILE) == 2 and len(few) == 5
 
 
 def test_a_missing_package_is_an_error_that_says_so() -> None:
     with pytest.raises(BenchmarkError, match="not installed"):
         load_repo_tasks([Repository("no_such_package_here", "no-such", "")])
+
+
+@pytest.mark.parametrize(
+    ("task_id", "needs"),
+    [
+        # `from .util import normalize_file, CheckResult` (the names), `util.` (the module)
+        (
+            "pathspec/pathspec.py:PathSpec.check_file",
+            [Needed("pathspec.util.CheckResult", "util.py"), Needed("pathspec.util.normalize_file", "util.py")],
+        ),
+        ("pathspec/pathspec.py:PathSpec.match_tree_files", [Needed("pathspec.util.iter_tree_files", "util.py")]),
+        # `formatting.Underline(...)` through `from fire import formatting`
+        ("fire/helptext.py:_GetPossibleActionsString", [Needed("fire.formatting.Underline", "formatting.py")]),
+        # super().__init__ of a base class imported from the package's __init__
+        ("tenacity/tornadoweb.py:TornadoRetrying.__init__", [Needed("tenacity.BaseRetrying.__init__", "__init__.py")]),
+        # self.<inherited members> of a base class in another file
+        (
+            "tenacity/asyncio/__init__.py:AsyncRetrying.iter",
+            [
+                Needed("tenacity.BaseRetrying._begin_iter", "__init__.py"),
+                Needed("tenacity.BaseRetrying.iter_state", "__init__.py"),
+            ],
+        ),
+        # re-exported: imported from mcp.client.auth (its __init__), defined in its exceptions module
+        (
+            "mcp/client/auth/utils.py:validate_authorization_response_iss",
+            [Needed("mcp.client.auth.exceptions.OAuthFlowError", "client/auth/exceptions.py")],
+        ),
+        # in-file: what it uses is its own class's, or the builtins
+        ("pyrsistent/_plist.py:PList.__new__", []),
+        ("tenacity/retry.py:retry_base.__rand__", []),
+    ],
+)
+def test_tasks_are_tagged_by_the_symbols_of_other_files_their_body_uses(task_id: str, needs: list[Needed]) -> None:
+    task = _task(task_id)
+    assert list(task.needs) == needs
+    assert task.stratum == (CROSS_FILE if needs else IN_FILE)
 
 
 @pytest.mark.parametrize(
@@ -102,6 +225,122 @@ def test_arms_parse_and_refuse_unknown_names() -> None:
     assert parse_repo_arms("infile, func-pkg") == ["infile", "func-pkg"]
     with pytest.raises(ConfigError, match="func-pkg"):
         parse_repo_arms("infile,nope")
+    with pytest.raises(ConfigError, match="takes its replies from infile and defs"):
+        parse_repo_arms("infile,auto")
+
+
+def test_layouts_parse_per_arm() -> None:
+    arms = ["infile", "defs", "func-pkg"]
+    assert parse_layouts("chat", arms) == dict.fromkeys(arms, "chat")
+    assert parse_layouts("repo,defs=chat-context-first", arms) == {
+        "infile": "repo",
+        "defs": "chat-context-first",
+        "func-pkg": "repo",
+    }
+    assert parse_layouts("func-pkg=repo", arms)["infile"] == "chat"
+    with pytest.raises(ConfigError, match="chat-context-first"):
+        parse_layouts("fim", arms)
+    with pytest.raises(ConfigError, match="unknown repository arm 'nope'"):
+        parse_layouts("nope=repo", arms)
+
+
+STUB = Snippet(
+    "stop.py", "class stop_after_attempt(stop_base):\n    def __init__(self, max_attempt_number: int) -> None: ..."
+)
+
+
+def test_the_chat_layouts_put_the_labelled_context_before_or_after_the_file() -> None:
+    task = _task("tenacity/tornadoweb.py:TornadoRetrying.__init__")
+    after = repo_messages(task, [STUB])[0]["content"]
+    first = context_first_messages(task, [STUB])[0]["content"]
+    for prompt in (after, first):
+        assert task.prefix.rstrip() in prompt and STUB.text in prompt and prompt.endswith("any other code of the file.")
+    assert after.index(task.prefix.rstrip()) < after.index(STUB.text) and "# stop.py" not in after
+    assert first.index(f"# stop.py\n{STUB.text}") < first.index(task.prefix.rstrip())
+    assert "From other files of `tenacity`" not in context_first_messages(task, [])[0]["content"]
+
+
+def test_the_repo_layout_is_qwens_repository_format_ending_after_the_docstring() -> None:
+    task = _task("tenacity/tornadoweb.py:TornadoRetrying.__init__")
+    prompt = repo_prompt(task, [STUB, Snippet("wait.py", "  ")])  # an empty snippet makes no file
+    assert prompt == (
+        f"<|repo_name|>tenacity\n<|file_sep|>tenacity/stop.py\n{STUB.text}\n"
+        f"<|file_sep|>tenacity/tornadoweb.py\n{task.prefix}"
+    )
+    assert prompt.endswith(") -> None:\n") and task.indent == " " * 8  # the model goes on with the body
+    assert raw_stops(task) == ("<|file_sep|>", "\n    def ", "\n    async def ", "\n    @", "\nclass ")
+    assert raw_stops(_task("fire/helptext.py:_GetPossibleActionsString"))[1] == "\ndef "
+    assert raw_stops(_task("pathspec/pathspec.py:PathSpec.check_file"))[1] == "\n\tdef "  # indented by tabs
+
+
+@pytest.mark.parametrize(
+    ("text", "body"),
+    [
+        ("        x = 1\n\n        return x\n\n    def other(self):\n        pass\n", "x = 1\n\nreturn x\n"),
+        (
+            "        if a:\n            return (\n                1\n            )\nclass B:\n",
+            "if a:\n    return (\n        1\n    )\n",
+        ),
+        ("        return 1", "return 1\n"),
+        ("    pass\n", ""),  # at once one level out: no body
+        ("", ""),
+    ],
+)
+def test_a_continuation_is_cut_where_the_bodys_indentation_ends(text: str, body: str) -> None:
+    assert body_from_continuation(text, " " * 8) == body
+
+
+def test_context_recall_looks_for_the_definition_of_each_needed_symbol() -> None:
+    assert defines(STUB.text, "stop_after_attempt") and defines(STUB.text, "__init__")
+    assert defines("# util.py\nDEFAULT: int = 3\n", "DEFAULT") and defines("async def fetch(x): ...", "fetch")
+    assert not defines("stop_after_attempt(3)\nx = stop_after_attemptx", "stop_after_attempt")
+    assert not defines("if DEFAULT == 3:", "DEFAULT")
+    task = _task("pathspec/pathspec.py:PathSpec.check_file")
+    record = score(task, "defs", "return CheckResult(file, True, 0)\n", "class CheckResult:\n    file: str")
+    assert (record.needed, record.needed_in_context, record.needed_in_body) == (2, 1, 1)
+    assert record.stratum == CROSS_FILE
+
+
+def test_the_bootstrap_interval_is_seeded_and_brackets_the_mean() -> None:
+    differences = [0.3, -0.1, 0.2, 0.0, 0.5, 0.1, -0.2, 0.4]
+    low, high = bootstrap_interval(differences)
+    assert (low, high) == bootstrap_interval(differences)
+    assert low < sum(differences) / len(differences) < high and low > -0.2 and high < 0.5
+    assert bootstrap_interval([0.1] * 30) == (pytest.approx(0.1), pytest.approx(0.1))
+    symmetric_low, symmetric_high = bootstrap_interval([-1.0, 1.0] * 50)
+    assert symmetric_low < 0 < symmetric_high and symmetric_low == pytest.approx(-symmetric_high, abs=0.03)
+    assert bootstrap_interval([1.0, 0.0, 1.0], resamples=20_000, seed=1) != (low, high)
+
+
+def test_the_report_has_every_stratum_and_auto_takes_its_replies_by_the_gate(tmp_path: Path) -> None:
+    cross = _task("pathspec/pathspec.py:PathSpec.check_file")
+    own = _task("pyrsistent/_plist.py:PList.__new__")
+    records = []
+    for task in (cross, own):
+        infile = score(task, "infile", "pass\n")
+        defs = score(task, "defs", task.body, "def normalize_file(file, separators=None): ...")
+        defs.gated = None if task is cross else "the code uses only names of its own file"
+        records += [infile, defs, derive_auto(infile, defs)]
+    auto = [r for r in records if r.arm == AUTO]
+    assert [r.body for r in auto] == [cross.body, "pass\n"] and auto[1].context == ""
+    arms = ["infile", "defs", AUTO]
+    by_stratum = {stratum: summarise(records, arms, stratum) for stratum in ("all", CROSS_FILE, IN_FILE)}
+    assert [row["tasks"] for row in by_stratum["all"]] == [2, 2, 2]
+    cross_rows = {row["arm"]: row for row in by_stratum[CROSS_FILE]}
+    assert cross_rows["defs"]["exact match %"] == 100.0 and cross_rows["infile"]["exact match %"] == 0.0
+    assert cross_rows["defs"]["context recall"] == 0.5 and cross_rows["infile"]["context recall"] == 0.0
+    assert cross_rows["defs"]["needed-symbol recall"] == 1.0 and cross_rows["defs"]["EM helped"] == 1
+    assert cross_rows["infile"]["ES vs infile [95% CI]"] == "–"
+    assert cross_rows[AUTO]["ES vs infile [95% CI]"].startswith("+")
+    assert {row["arm"]: row for row in by_stratum[IN_FILE]}[AUTO]["ES helped"] == 0
+    assert by_stratum[IN_FILE][0]["context recall"] == "–"
+    table = write_repo_report(tmp_path, records, arms, ["- a note"])
+    assert [line for line in table.splitlines() if line.startswith("## ")] == [
+        "## all tasks",
+        "## cross-file tasks",
+        "## in-file tasks",
+    ]
+    assert set(json.loads((tmp_path / "summary.json").read_text())["strata"]) == {"all", CROSS_FILE, IN_FILE}
 
 
 @pytest.mark.cli
@@ -109,6 +348,9 @@ def test_the_cli_refuses_an_unknown_repository_arm(tmp_path: Path) -> None:
     done = run_cli("compare", "--benchmark", "repo", "--arms", "nope", "--out", str(tmp_path / "run"))
     assert done.returncode != 0
     assert "unknown repository arm(s) nope" in done.stderr
+    assert not (tmp_path / "run" / "pkg").exists()
+    done = run_cli("compare", "--benchmark", "repo", "--layout", "infile=fim", "--out", str(tmp_path / "run"))
+    assert done.returncode != 0 and "unknown layout 'fim'" in done.stderr
     assert not (tmp_path / "run" / "pkg").exists()
 
 
@@ -122,8 +364,8 @@ def tenacity_pkg(module_embedder: Embedder, tmp_path_factory: pytest.TempPathFac
 @pytest.mark.model
 def test_retrieval_never_shows_the_tasks_own_file(tenacity_pkg: Path, module_embedder: Embedder) -> None:
     with KnowledgeBase(tenacity_pkg / "tenacity", embedder=module_embedder) as kb:
-        for task in load_repo_tasks([TENACITY], per_repository=6):
-            for arm in ("bm25-chunk", "chunk", "func-pkg", "func-pkg+callees", "hybrid"):
+        for task in load_repo_tasks([TENACITY], per_stratum=PILOT_PER_STRATUM):
+            for arm in ("bm25-chunk", "chunk+next", "func-pkg"):
                 found = retrieve(kb, REPO_ARMS[arm], task)
                 assert len(found) == 3, (arm, task.task_id)
                 assert all(r.path != task.path for r in found)
@@ -132,28 +374,57 @@ def test_retrieval_never_shows_the_tasks_own_file(tenacity_pkg: Path, module_emb
 
 
 @pytest.mark.model
+def test_the_definitions_arms_hold_what_cross_file_bodies_need(tenacity_pkg: Path, module_embedder: Embedder) -> None:
+    settings = ContextSettings(budget=256)
+    with KnowledgeBase(tenacity_pkg / "tenacity", embedder=module_embedder) as kb:
+        tasks = load_repo_tasks([TENACITY], per_stratum=PILOT_PER_STRATUM)
+        found = needed = 0
+        for task in tasks:
+            defs = arm_context(settings, kb, REPO_ARMS["defs"], task)
+            assert all(not line.startswith(task.relpath) for line in defs.retrieved)  # never its own file
+            assert estimate_tokens(defs.text) <= 256
+            found += sum(defines(defs.text, n.short) for n in task.needs)
+            needed += len(task.needs)
+            mixed = arm_context(settings, kb, REPO_ARMS["defs+func"], task)
+            assert mixed.snippets[: len(defs.snippets)] == defs.snippets and mixed.gated == defs.gated
+            assert len(mixed.retrieved) <= len(defs.retrieved) + 1 and estimate_tokens(mixed.text) <= 256 + 8
+        assert needed and found / needed >= 0.5
+        in_file = [t for t in tasks if t.stratum == IN_FILE]
+        gated = [arm_context(settings, kb, REPO_ARMS["defs"], t).gated for t in in_file]
+        assert any(gated)  # the auto gate declines some code that needs nothing from elsewhere
+
+
+@pytest.mark.model
 @pytest.mark.llm
-def test_a_real_run_scores_every_arm_of_every_task(
+def test_a_real_run_scores_every_arm_of_a_task_in_its_layout(
     tenacity_pkg: Path, module_embedder: Embedder, tmp_path: Path
 ) -> None:
-    tasks = load_repo_tasks([TENACITY], per_repository=2)
+    tasks = [_task("tenacity/tornadoweb.py:TornadoRetrying.__init__")]
+    arms = ["infile", "func-pkg", "defs", "defs+func", AUTO]
+    layouts = {"infile": "chat", "func-pkg": "repo", "defs": "chat-context-first", "defs+func": "repo"}
     generator = make_generator("llama:smollm2-135m")
     try:
-        run = RepoRun(tasks, ["infile", "func-pkg"], generator, tenacity_pkg, tmp_path, module_embedder)
+        run = RepoRun(tasks, arms, generator, tenacity_pkg, tmp_path, module_embedder)
+        run.layouts, run.budget = layouts, 256  # BaseRetrying's stub (~250 tokens) does not fit 128
         records = run_repo(run)
     finally:
         generator.close()
-    assert [(r.task_id, r.arm) for r in records] == [(t.task_id, a) for t in tasks for a in ("infile", "func-pkg")]
+    by_arm = {r.arm: r for r in records}
+    assert [(r.task_id, r.arm) for r in records] == [(tasks[0].task_id, arm) for arm in arms]
+    assert {arm: by_arm[arm].layout for arm in layouts} == layouts
     for record in records:
-        assert record.reply and record.prompt_tokens > 0
+        assert record.reply and record.prompt_tokens > 0 and record.stratum == CROSS_FILE and record.needed == 1
         assert 0.0 <= record.edit_similarity <= 1.0
         assert record.parses == body_parses(record.body)
-    with_context = [r for r in records if r.arm == "func-pkg"]
-    assert all(r.context and r.retrieved and r.context_tokens > 0 for r in with_context)
-    assert all(not r.context for r in records if r.arm == "infile")
-    rows = summarise(records, ["infile", "func-pkg"])
-    assert [row["tasks"] for row in rows] == [2, 2]
-    table = write_repo_report(tmp_path, records, ["infile", "func-pkg"], ["- a note"])
-    assert "| func-pkg | 2 |" in table
+    infile, func, defs = by_arm["infile"], by_arm["func-pkg"], by_arm["defs"]
+    assert not infile.context and infile.context_tokens == 0
+    assert func.retrieved and 0 < func.context_tokens <= 256
+    assert func.body == body_from_continuation(func.reply, tasks[0].indent)
+    assert defs.gated is None and defs.needed_in_context == 1  # super().__init__: BaseRetrying's stub
+    assert by_arm[AUTO].reply == defs.reply and by_arm[AUTO].generation_seconds == 0.0
+    rows = summarise(records, arms)
+    assert [row["tasks"] for row in rows] == [1] * len(arms)
+    table = write_repo_report(tmp_path, records, arms, ["- a note"])
+    assert "| func-pkg | repo | 1 |" in table and "| defs | chat-context-first | 1 |" in table
     saved = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [s["body"] for s in saved] == [r.body for r in records]

@@ -1,4 +1,4 @@
-"""The generator protocol: chat messages in, one completion out."""
+"""The generator protocol: chat messages (or, for models that take it, raw text) in, one completion out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from pkg.errors import ConfigError
+from pkg.errors import ConfigError, GeneratorError
 from retrieval.tokenize import estimate_tokens
 
 
@@ -51,6 +51,11 @@ class Generator(ABC):
     @abstractmethod
     def generate(self, messages: Sequence[Message], params: GenerationParams) -> Completion:
         """One completion of `messages` under `params`."""
+
+    def complete(self, prompt: str, params: GenerationParams) -> Completion:
+        """The model's continuation of raw text `prompt` (no chat template; special tokens in it are
+        read as such); a generator that only chats refuses."""
+        raise GeneratorError(f"{self.model_id} answers chat messages only, not raw text to continue")
 
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` for this model; the base estimates them (`estimate_tokens`)."""

@@ -1,4 +1,4 @@
-"""A persistent generation cache: an append-only JSONL file keyed by (model, messages, parameters).
+"""A persistent generation cache: an append-only JSONL file keyed by (model, messages or raw prompt, parameters).
 
 One line per completion, flushed as soon as it exists, so an interrupted run resumes where it
 stopped; a line cut short by a kill is ignored on the next open, and the next completion starts a
@@ -11,15 +11,17 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from pkg.generators.base import Completion, GenerationParams, Generator, Message
 
 
-def cache_key(model_id: str, messages: Sequence[Message], params: GenerationParams) -> str:
-    payload = json.dumps([model_id, list(messages), asdict(params)], sort_keys=True, ensure_ascii=False)
+def cache_key(model_id: str, messages: Sequence[Message] | str, params: GenerationParams) -> str:
+    """A raw prompt (a string) never shares a key with chat messages (a list)."""
+    asked = messages if isinstance(messages, str) else list(messages)
+    payload = json.dumps([model_id, asked, asdict(params)], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -71,13 +73,21 @@ class CachedGenerator(Generator):
         self._counting = threading.Lock()
 
     def generate(self, messages: Sequence[Message], params: GenerationParams) -> Completion:
-        key = cache_key(self.model_id, messages, params)
+        return self._cached(messages, params, lambda: self.inner.generate(messages, params))
+
+    def complete(self, prompt: str, params: GenerationParams) -> Completion:
+        return self._cached(prompt, params, lambda: self.inner.complete(prompt, params))
+
+    def _cached(
+        self, asked: Sequence[Message] | str, params: GenerationParams, answer: Callable[[], Completion]
+    ) -> Completion:
+        key = cache_key(self.model_id, asked, params)
         found = self.cache.get(key)
         if found is not None:
             with self._counting:
                 self.hits += 1
             return found
-        completion = self.inner.generate(messages, params)
+        completion = answer()
         with self._counting:
             self.misses += 1
         self.cache.put(key, completion)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pkg.config import positive_setting
 from pkg.errors import GeneratorError, PromptTooLongError
@@ -55,31 +56,52 @@ class LlamaCppGenerator(Generator):
     def generate(self, messages: Sequence[Message], params: GenerationParams) -> Completion:
         started = time.perf_counter()
         self._llm.set_seed(params.seed)
-        greedy = params.temperature <= 0
         try:
             reply = self._llm.create_chat_completion(
                 messages=list(messages),  # type: ignore[arg-type]  # Message is the same TypedDict shape
-                max_tokens=params.max_new_tokens,
-                temperature=params.temperature,
-                top_k=1 if greedy else 40,
-                top_p=1.0 if greedy else 0.95,
-                min_p=0.0,
-                repeat_penalty=1.0,
-                stop=list(params.stop) or None,
-                seed=params.seed,
+                **_sampling(params),
             )
         except ValueError as exc:  # llama.cpp reports a prompt longer than the context this way
             raise PromptTooLongError(f"llama.cpp refused the prompt: {exc}") from exc
         assert isinstance(reply, dict)  # not streamed: one response
-        choice = reply["choices"][0]
-        usage = reply.get("usage") or {}
-        return Completion(
-            text=choice["message"]["content"] or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            seconds=time.perf_counter() - started,
-            finish_reason=str(choice.get("finish_reason") or "stop"),
-        )
+        return _completion(reply, reply["choices"][0]["message"]["content"], started)
+
+    def complete(self, prompt: str, params: GenerationParams) -> Completion:
+        started = time.perf_counter()
+        self._llm.set_seed(params.seed)
+        try:  # create_completion tokenizes the prompt with special=True: <|file_sep|> is one token
+            reply = self._llm.create_completion(prompt=prompt, **_sampling(params))
+        except ValueError as exc:
+            raise PromptTooLongError(f"llama.cpp refused the prompt: {exc}") from exc
+        assert isinstance(reply, dict)
+        return _completion(reply, reply["choices"][0]["text"], started)
 
     def close(self) -> None:
         self._llm.close()
+
+
+def _sampling(params: GenerationParams) -> dict:
+    """llama.cpp's decoding arguments for `params`: greedy is top-k 1, no penalties."""
+    greedy = params.temperature <= 0
+    return {
+        "max_tokens": params.max_new_tokens,
+        "temperature": params.temperature,
+        "top_k": 1 if greedy else 40,
+        "top_p": 1.0 if greedy else 0.95,
+        "min_p": 0.0,
+        "repeat_penalty": 1.0,
+        "stop": list(params.stop) or None,
+        "seed": params.seed,
+    }
+
+
+def _completion(reply: Mapping[str, Any], text: str | None, started: float) -> Completion:
+    choice = reply["choices"][0]
+    usage = reply.get("usage") or {}
+    return Completion(
+        text=text or "",
+        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        completion_tokens=int(usage.get("completion_tokens", 0)),
+        seconds=time.perf_counter() - started,
+        finish_reason=str(choice.get("finish_reason") or "stop"),
+    )

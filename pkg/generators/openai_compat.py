@@ -42,12 +42,12 @@ class OpenAICompatGenerator(Generator):
         self._retries = retries
         self.model_id = f"openai:{model}@{self._base_url}"
 
-    def _post(self, payload: dict) -> dict:
+    def _post(self, payload: dict, endpoint: str = "chat/completions") -> dict:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(
-            f"{self._base_url}/chat/completions", data=json.dumps(payload).encode(), headers=headers, method="POST"
+            f"{self._base_url}/{endpoint}", data=json.dumps(payload).encode(), headers=headers, method="POST"
         )
         for attempt in range(self._retries + 1):
             try:
@@ -70,9 +70,16 @@ class OpenAICompatGenerator(Generator):
         raise AssertionError("unreachable")
 
     def generate(self, messages: Sequence[Message], params: GenerationParams) -> Completion:
+        return self._ask("chat/completions", {"messages": list(messages)}, params)
+
+    def complete(self, prompt: str, params: GenerationParams) -> Completion:
+        """Through the (legacy) `/completions` endpoint, which vLLM, llama.cpp's server and Ollama serve."""
+        return self._ask("completions", {"prompt": prompt}, params)
+
+    def _ask(self, endpoint: str, request: dict, params: GenerationParams) -> Completion:
         payload: dict = {
             "model": self._model,
-            "messages": list(messages),
+            **request,
             "max_tokens": params.max_new_tokens,
             "temperature": params.temperature,
             "seed": params.seed,
@@ -80,10 +87,10 @@ class OpenAICompatGenerator(Generator):
         if params.stop:
             payload["stop"] = list(params.stop)
         started = time.perf_counter()
-        body = self._post(payload)
+        body = self._post(payload, endpoint)
         try:
             choice = body["choices"][0]
-            text = choice["message"]["content"] or ""
+            text = (choice["message"]["content"] if "messages" in request else choice["text"]) or ""
         except (KeyError, IndexError, TypeError) as exc:
             raise GeneratorError(f"{self._base_url} answered without a completion: {str(body)[:200]}") from exc
         usage = body.get("usage") or {}
