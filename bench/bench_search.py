@@ -14,10 +14,11 @@ and a name that is neither a test nor a dunder method, and no other function of 
 summary or the function's file and qualified name. A query is answered at rank r when the r-th result
 of a mode is the function (for block mode: a block inside it). Modes func and hybrid (unit func) per
 embedder, block with --with-blocks (blocks are otherwise left out of the build: three quarters of its
-texts); bm25-func once. No pruning: it changes no ranking.
+texts); bm25-func once. No pruning: it changes no ranking. --name-words measures a lever: each
+function's name split into words as a comment first in its body.
 
     python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks]
-        [--work DIR]
+        [--name-words] [--work DIR]
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from pkg.stores import open_store  # noqa: E402
 from pkg.stores.base import GraphStore  # noqa: E402
 from retrieval.lexical import refresh_indexes  # noqa: E402
 from retrieval.search import Options  # noqa: E402
+from retrieval.tokenize import code_tokens  # noqa: E402
 
 K = 10
 HELD_OUT_EVERY = 3  # a package is held out when its name's hash is 0 modulo this
@@ -145,6 +147,23 @@ def strip_docstrings(source: str) -> tuple[str, dict[str, str]] | None:
     return stripped, summaries
 
 
+def with_name_words(source: str) -> str:
+    """The lever "identifiers split into words": a comment with each function's name split into words
+    (`parse_json2Dict` -> `# parse json2 dict`) as the first line of its body, so that the words lead
+    the text a model embeds; functions whose body starts on the def's line are left as they are."""
+    lines = source.split("\n")
+    inserts = []
+    for _, function in _qualified(ast.parse(source)):
+        first = function.body[0]
+        indent = lines[first.lineno - 1].encode()[: first.col_offset].decode(errors="replace")
+        if not indent.strip() and not isinstance(first, ast.Pass):  # the body starts its own line
+            words = code_tokens(function.name)
+            inserts.append((first.lineno - 1, f"{indent}# {' '.join(words[1:] or words)}"))
+    for index, line in sorted(inserts, reverse=True):
+        lines.insert(index, line)
+    return "\n".join(lines)
+
+
 def code_lines(source: str, qualname: str) -> int:
     """Lines of a function in the stripped source (0 when it is not found)."""
     for name, function in _qualified(ast.parse(source)):
@@ -153,9 +172,10 @@ def code_lines(source: str, qualname: str) -> int:
     return 0
 
 
-def make_corpus(functions: int, corpus_dir: Path) -> tuple[list[Function], int]:
-    """Copy files (stripped) into corpus_dir until they hold `functions` functions; return the
-    functions whose docstring was removed, in corpus order, and the number of functions copied."""
+def make_corpus(functions: int, corpus_dir: Path, name_words: bool = False) -> tuple[list[Function], int]:
+    """Copy files (stripped, and with_name_words if asked) into corpus_dir until they hold `functions`
+    functions; return the functions whose docstring was removed, in corpus order, and the number of
+    functions copied."""
     shutil.rmtree(corpus_dir, ignore_errors=True)
     found: list[Function] = []
     total = 0
@@ -167,6 +187,7 @@ def make_corpus(functions: int, corpus_dir: Path) -> tuple[list[Function], int]:
         if stripped is None:
             continue
         source, summaries = stripped
+        source = with_name_words(source) if name_words else source
         count = sum(1 for _ in _qualified(ast.parse(source)))
         if count == 0:
             continue
@@ -263,19 +284,21 @@ def main() -> None:
     parser.add_argument("--query-functions", type=int, default=5000, help="queries come from these first functions")
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--embedders", default="minilm,static", help="comma-separated embedder specs")
+    parser.add_argument("--name-words", action="store_true", help="lever: each function's name in words first")
     parser.add_argument("--with-blocks", action="store_true", help="build blocks too and measure block mode")
     parser.add_argument("--work", type=Path, default=Path("/tmp/pkg-bench-search"), help="corpus, databases, cache")
     args = parser.parse_args()
-    corpus_dir = args.work / f"corpus-{args.functions}"
+    variant = f"{args.functions}{'-name-words' if args.name_words else ''}"
+    corpus_dir = args.work / f"corpus-{variant}"
     started = time.perf_counter()
-    functions, total = make_corpus(args.functions, corpus_dir)
+    functions, total = make_corpus(args.functions, corpus_dir, args.name_words)
     queries = choose_queries(functions, args.query_functions, args.queries)
     packages = sorted({f.package for f in functions})
     print(f"{total} functions, {len(packages)} packages, {len(queries)} queries", file=sys.stderr, flush=True)
     runs: dict[str, dict] = {}
     lexical: dict = {}
     for spec in args.embedders.split(","):
-        db = args.work / f"db-{args.functions}-{spec.replace(':', '_').replace('/', '_')}"
+        db = args.work / f"db-{variant}-{spec.replace(':', '_').replace('/', '_')}"
         cache = args.work / "cache"
         with open_store("embedded", db, create=True) as store, KnowledgeBase(db, store, spec, cache) as kb:
             build_started = time.perf_counter()
@@ -301,6 +324,7 @@ def main() -> None:
             "queries": len(queries),
             "query_packages": len({q.package for q in queries}),
             "query_functions": args.query_functions,
+            "name_words": args.name_words,
         },
         "k": K,
         "embedders": runs,
@@ -308,7 +332,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
         "sample_queries": [{"query": q.summary, "function": q.qualname, "package": q.package} for q in queries[:10]],
     }
-    print(write_result(args.out, f"search-{args.functions}", result))
+    print(write_result(args.out, f"search-{variant}", result))
 
 
 if __name__ == "__main__":

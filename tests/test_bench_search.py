@@ -6,7 +6,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from bench.bench_search import Function, choose_queries, held_out, interleaved_files, strip_docstrings
+from bench.bench_search import (
+    Function,
+    choose_queries,
+    held_out,
+    interleaved_files,
+    strip_docstrings,
+    with_name_words,
+)
 from ingest.extract import extract
 from tests.conftest import STDLIB
 
@@ -46,6 +53,18 @@ def test_the_benchmarks_names_are_the_extractors_names() -> None:
         stripped, summaries = strip_docstrings((STDLIB / name).read_text(encoding="utf-8")) or ("", {})
         extracted = {function.qualname for function in extract(stripped, "python").functions}
         assert summaries and set(summaries) <= extracted, name
+
+
+def test_the_name_words_lever_leads_each_body_with_the_name_in_words() -> None:
+    source = "class A:\n    def parse_json2Dict(self, x):\n        return x\n\n    def one(self): return 1\n"
+    assert with_name_words(source) == (
+        "class A:\n    def parse_json2Dict(self, x):\n        # parse json2 dict\n        return x\n\n"
+        "    def one(self): return 1\n"
+    )
+    signature_on_lines = "def f(\n    x,\n) -> int: ...\n"
+    assert with_name_words(signature_on_lines) == signature_on_lines
+    shlex = with_name_words((STDLIB / "shlex.py").read_text(encoding="utf-8"))
+    assert "    # read token\n" in shlex and ast.parse(shlex)
 
 
 def test_files_come_package_by_package_in_turn(tmp_path: Path) -> None:
