@@ -1,7 +1,7 @@
 """The query side of a local sentence-transformers model in ONNX Runtime, so that a query never
 imports PyTorch: the model's transformer is exported once to ONNX (with PyTorch, into the models
-folder of the cache), its tokenizer runs in `tokenizers`, and the pooling and normalisation its
-folder declares are done in numpy.
+folder of the cache), its tokenizer runs in `tokenizers`, and the pooling its folder declares is
+done in numpy (the embedder normalises).
 
 Only folders whose modules are a Transformer, a Pooling by mean or by the CLS token, and optionally
 a Normalize qualify (all-MiniLM-L6-v2 and the models `pkg tune` writes); others stay in PyTorch."""
@@ -169,8 +169,9 @@ def _session(onnx_path: Path) -> InferenceSession:
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings about unused initialisers are noise here
-    # One thread: a query is a few dozen tokens, and threads that spin on a shared machine cost more
-    # than they give (as for torch in pkg/server.py's MODEL_THREADS).
+    # One thread: a query is a few dozen tokens, and a second thread spins against the machine's other
+    # work; at load 9.5 on the 2 cores one 15-token query took 78-96 ms (median of 40) on one thread
+    # and 167-190 ms on two (as for torch: pkg/server.py's MODEL_THREADS).
     options.intra_op_num_threads = 1
     try:
         return onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
