@@ -187,15 +187,15 @@ def make_corpus(functions: int, corpus_dir: Path, name_words: bool = False) -> t
         if stripped is None:
             continue
         source, summaries = stripped
-        source = with_name_words(source) if name_words else source
         count = sum(1 for _ in _qualified(ast.parse(source)))
         if count == 0:
             continue
         relative = path.relative_to(SITE_PACKAGES)
         target = corpus_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(source, encoding="utf-8")
+        target.write_text(with_name_words(source) if name_words else source, encoding="utf-8")
         package = package_of(relative)
+        # lines counted before the lever's comments, so that the lever keeps the same queries
         found += [Function(target, q, s, code_lines(source, q), package) for q, s in summaries.items()]
         total += count
         if total >= functions:
