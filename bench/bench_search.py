@@ -172,14 +172,16 @@ def code_lines(source: str, qualname: str) -> int:
     return 0
 
 
-def make_corpus(functions: int, corpus_dir: Path, name_words: bool = False) -> tuple[list[Function], int]:
+def make_corpus(
+    functions: int, corpus_dir: Path, name_words: bool = False, root: Path = SITE_PACKAGES
+) -> tuple[list[Function], int]:
     """Copy files (stripped, and with_name_words if asked) into corpus_dir until they hold `functions`
     functions; return the functions whose docstring was removed, in corpus order, and the number of
     functions copied."""
     shutil.rmtree(corpus_dir, ignore_errors=True)
     found: list[Function] = []
     total = 0
-    for path in interleaved_files(SITE_PACKAGES):
+    for path in interleaved_files(root):
         try:
             stripped = strip_docstrings(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, OSError):
@@ -190,7 +192,7 @@ def make_corpus(functions: int, corpus_dir: Path, name_words: bool = False) -> t
         count = sum(1 for _ in _qualified(ast.parse(source)))
         if count == 0:
             continue
-        relative = path.relative_to(SITE_PACKAGES)
+        relative = path.relative_to(root)
         target = corpus_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(with_name_words(source) if name_words else source, encoding="utf-8")

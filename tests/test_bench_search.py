@@ -11,6 +11,7 @@ from bench.bench_search import (
     choose_queries,
     held_out,
     interleaved_files,
+    make_corpus,
     strip_docstrings,
     with_name_words,
 )
@@ -65,6 +66,17 @@ def test_the_name_words_lever_leads_each_body_with_the_name_in_words() -> None:
     assert with_name_words(signature_on_lines) == signature_on_lines
     shlex = with_name_words((STDLIB / "shlex.py").read_text(encoding="utf-8"))
     assert "    # read token\n" in shlex and ast.parse(shlex)
+
+
+def test_the_lever_keeps_the_queries_it_is_measured_on(tmp_path: Path) -> None:
+    (tmp_path / "site" / "pkg").mkdir(parents=True)
+    (tmp_path / "site" / "pkg" / "m.py").write_text(
+        'def two_lines(x):\n    """Return x plus one."""\n    return x + 1\n'
+    )
+    plain, _ = make_corpus(10, tmp_path / "plain", root=tmp_path / "site")
+    worded, _ = make_corpus(10, tmp_path / "worded", name_words=True, root=tmp_path / "site")
+    assert [f.lines for f in plain] == [f.lines for f in worded] == [2]
+    assert "# two lines" in (tmp_path / "worded" / "pkg" / "m.py").read_text()
 
 
 def test_files_come_package_by_package_in_turn(tmp_path: Path) -> None:
