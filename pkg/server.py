@@ -300,10 +300,13 @@ class BatchedEmbedder(Embedder):
 
 
 def _warmed(embedder: Embedder) -> Embedder:
-    """The embedder with its model loaded and run once (past its cache, which may hold the text), a
+    """The embedder with its model loaded and run once (past its cache, which may hold the text), as a
+    query and as a document (a model may run queries apart: SentenceTransformerEmbedder in ONNX), a
     torch model then limited to MODEL_THREADS: torch keeps that limit per thread, and this runs on the
     thread that runs the model."""
-    getattr(embedder, "inner", embedder).embed_query("warm up the model")
+    inner = getattr(embedder, "inner", embedder)
+    inner.embed_query("warm up the model")
+    inner.embed_documents(["warm up the model"])
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(MODEL_THREADS)

@@ -6,6 +6,7 @@ that runs unit tests only fails any test that loads a model or starts what a mar
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,7 +19,7 @@ import pytest
 
 from pkg.benchmarks.mbpp import PACKAGED_DIR
 from pkg.embedders import CachedEmbedder, EmbeddingCache, make_embedder
-from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder, packaged_minilm_path
 from tests.neo4j_server import start_local, wipe
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -43,13 +44,13 @@ INTEGRATION = ("model", "neo4j", "sandbox", "llm", "cli")
 #: Fixtures that bring what a marker stands for: a test requesting one, directly or through other
 #: fixtures, gets its marker.
 FIXTURE_MARKERS = {
-    "minilm": "model", "module_embedder": "model", "embedder": "model",
+    "minilm": "model", "module_embedder": "model", "embedder": "model", "minilm_export": "model",
     "neo4j_uri": "neo4j", "empty_neo4j": "neo4j", "auth_neo4j": "neo4j",
     "sandbox": "sandbox",
     "smollm2": "llm",
 }  # fmt: skip
 #: Modules whose import means a model is loaded, and the marker that allows it.
-HEAVY_MODULES = {"sentence_transformers": "model", "torch": "model", "llama_cpp": "llm"}
+HEAVY_MODULES = {"sentence_transformers": "model", "torch": "model", "onnxruntime": "model", "llama_cpp": "llm"}
 #: Code that starts a process a unit test must not need: its module prefix and the marker.
 LAUNCHERS = {"rerank.sandbox": "sandbox", "tests.neo4j_server": "neo4j", "tests.conftest": "cli"}
 
@@ -172,10 +173,23 @@ def cli_build(db: Path, env: dict[str, str], *args: str) -> subprocess.Completed
     return done
 
 
+@pytest.fixture(scope="session")
+def minilm_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models folder holding the packaged MiniLM's ONNX export (made once per session, ~20 s)."""
+    from pkg.embedders.onnx_encoder import onnx_encoder
+
+    models = tmp_path_factory.mktemp("onnx-models")
+    assert onnx_encoder(Path(packaged_minilm_path()), models) is not None
+    return models
+
+
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A fresh embedding and generation cache (PKG_CACHE_DIR) for one test module's CLI runs."""
-    return {"PKG_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+def env(tmp_path_factory: pytest.TempPathFactory, minilm_export: Path) -> dict[str, str]:
+    """A fresh embedding and generation cache (PKG_CACHE_DIR) for one test module's CLI runs; its
+    models folder starts with the session's ONNX export of MiniLM, as any build would leave it."""
+    cache = tmp_path_factory.mktemp("cache")
+    shutil.copytree(minilm_export, cache / "models", copy_function=os.link)
+    return {"PKG_CACHE_DIR": str(cache)}
 
 
 @pytest.fixture(scope="session")

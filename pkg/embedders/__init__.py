@@ -16,16 +16,16 @@ from pkg.embedders.cache import CachedEmbedder, EmbeddingCache
 from pkg.errors import ConfigError
 
 
-def _minilm(_: str, _cache_dir: Path) -> Embedder:
-    from pkg.embedders.sentence_transformer import DEFAULT_MODEL, SentenceTransformerEmbedder
+def _minilm(_: str, cache_dir: Path) -> Embedder:
+    from pkg.embedders.sentence_transformer import DEFAULT_MODEL
 
-    return SentenceTransformerEmbedder(DEFAULT_MODEL)
+    return _sentence_transformer(DEFAULT_MODEL, cache_dir)
 
 
-def _sentence_transformer(model: str, _cache_dir: Path) -> Embedder:
+def _sentence_transformer(model: str, cache_dir: Path) -> Embedder:
     from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(model)
+    return SentenceTransformerEmbedder(model, onnx_dir=cache_dir / "models")
 
 
 def _voyage(model: str, _cache_dir: Path) -> Embedder:

@@ -95,14 +95,17 @@ class CachedEmbedder(Embedder):
     def keeps_vectors(self) -> bool:
         return True
 
-    def _cached(self, texts: Sequence[str], input_type: str) -> np.ndarray:
+    def _cached(self, texts: Sequence[str], input_type: str, as_queries: bool = False) -> np.ndarray:
+        """The texts' vectors from the cache, the missing ones embedded (as queries when as_queries:
+        an embedder may run those apart, as SentenceTransformerEmbedder does in ONNX Runtime, even
+        where they are cached beside documents)."""
         hashes = [text_hash(t) for t in texts]
         found = self.cache.get_many(self.name, input_type, sorted(set(hashes)))
         missing = {h: t for h, t in zip(hashes, texts) if h not in found}
         if missing:
             order = list(missing)
             texts_to_embed = [missing[h] for h in order]
-            if input_type == "query":
+            if as_queries:
                 fresh = self.inner.embed_queries(texts_to_embed)
             else:
                 fresh = self.inner.embed_documents(texts_to_embed)
@@ -122,4 +125,4 @@ class CachedEmbedder(Embedder):
         return self.embed_queries([text])[0]
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._cached(texts, "query" if self._query_differs else "document")
+        return self._cached(texts, "query" if self._query_differs else "document", as_queries=True)

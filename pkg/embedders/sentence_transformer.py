@@ -8,6 +8,7 @@ import os
 import platform
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,6 +18,8 @@ from pkg.errors import EmbedderError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+
+    from pkg.embedders.onnx_encoder import OnnxEncoder
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _TOKENIZE_CHUNK = 1_000
@@ -32,9 +35,13 @@ def packaged_minilm_path() -> str:
 
 
 class SentenceTransformerEmbedder(Embedder):
-    """Embeds with a sentence-transformers model given by name or path; loads lazily, on CPU."""
+    """Embeds with a sentence-transformers model given by name or path; loads lazily, on CPU.
 
-    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32) -> None:
+    With `onnx_dir`, queries of a model on disk whose modules ONNX reproduces (onnx_encoder.layout)
+    run in ONNX Runtime, exported into that folder on first use, so that a query imports no PyTorch;
+    documents are always embedded by PyTorch, so a database's vectors do not depend on the folder."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32, onnx_dir: Path | None = None) -> None:
         # A model on disk is named by its absolute path, a hub model by its name; either way the
         # name is also a spec that loads the same model again.
         if os.path.exists(model):
@@ -44,13 +51,32 @@ class SentenceTransformerEmbedder(Embedder):
         self._model_ref = model
         self._batch_size = batch_size
         self._model: SentenceTransformer | None = None
+        self._onnx_dir = onnx_dir
+        self._onnx: OnnxEncoder | None = None
         self.inputs_encoded = 0  # texts the model ran on, after same_model_input merged its inputs
+
+    def _local_path(self) -> str:
+        """The model's folder, or its hub name when it is not on disk."""
+        ref = self._model_ref
+        if os.path.basename(ref) == DEFAULT_MODEL and not os.path.exists(ref):
+            return packaged_minilm_path()
+        return ref
+
+    def _query_encoder(self) -> OnnxEncoder | None:
+        """The ONNX encoder of the queries, made on first use; None without onnx_dir or for a model
+        ONNX does not reproduce here (then queries go through PyTorch)."""
+        if self._onnx is None and self._onnx_dir is not None:
+            from pkg.embedders.onnx_encoder import onnx_encoder
+
+            folder = self._local_path()
+            self._onnx = onnx_encoder(Path(folder), self._onnx_dir) if os.path.isdir(folder) else None
+            if self._onnx is None:
+                self._onnx_dir = None  # not to look again
+        return self._onnx
 
     def _load(self) -> SentenceTransformer:
         if self._model is None:
-            ref = self._model_ref
-            if os.path.basename(ref) == DEFAULT_MODEL and not os.path.exists(ref):
-                ref = packaged_minilm_path()
+            ref = self._local_path()
             try:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
@@ -63,6 +89,9 @@ class SentenceTransformerEmbedder(Embedder):
 
     @property
     def dim(self) -> int:
+        encoder = self._query_encoder() if self._model is None else None
+        if encoder is not None:
+            return encoder.dim
         dim = self._load().get_embedding_dimension()
         if dim is None:
             raise EmbedderError(f"model {self._model_ref!r} does not declare its dimension")
@@ -86,6 +115,15 @@ class SentenceTransformerEmbedder(Embedder):
             return_freed_heap()
         row_of = {index: row for row, index in enumerate(distinct)}
         return unit_rows(vectors[[row_of[i] for i in seen_as]])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        encoder = self._query_encoder()
+        if encoder is None or not texts:
+            return self.embed_documents(texts)
+        return unit_rows(encoder.encode(list(texts)))
 
 
 @functools.cache

@@ -1,0 +1,341 @@
+"""Code search on installed packages by CodeSearchNet's protocol: recall@1, @10 and MRR per mode and embedder.
+
+Husain et al. (2019) pair a function's docstring summary (the query) with the function's code with
+its docstring removed (the document). Here the corpus is the project venv's site-packages (test
+folders left out, as in bench/corpora.py), taken file by file from every package in turn (packages in
+name order, each one's files in path order) until --functions functions, so that a smaller corpus is a
+prefix of a larger one. Every file is copied with the docstrings of its functions removed and built
+into a PKG per embedder (functions only, no pruning variants). Packages are split by a hash of their
+name: one in three is held out of any tuning (`pkg tune` trains on the others), and the queries come
+from held-out packages only, from the first --query-functions functions of the order, so that both
+corpus sizes answer the same queries. A query is kept where, as in CodeSearchNet's filter, its summary
+(the docstring's first paragraph) has at least three words, the function at least three lines of code
+and a name that is neither a test nor a dunder method, and no other function of the corpus has that
+summary or the function's file and qualified name. A query is answered at rank r when the r-th result
+of a mode is the function (for block mode: a block inside it). Modes func and hybrid (unit func) per
+embedder, block with --with-blocks (blocks are otherwise left out of the build: three quarters of its
+texts); bm25-func once. No pruning: it changes no ranking. --name-words measures a lever: each
+function's name split into words as a comment first in its body.
+
+    python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks]
+        [--name-words] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import shutil
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpora import SITE_PACKAGES, _is_site_test  # noqa: E402
+from bench.harness import bench_parser, machine, utc_now, write_result  # noqa: E402
+from ingest.graph_builder import UnitGraph  # noqa: E402
+from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
+from ingest.sources import MAX_FILE_BYTES  # noqa: E402
+from pkg.graph import Label  # noqa: E402
+from pkg.indexing import index_corpus  # noqa: E402
+from pkg.knowledge_base import KnowledgeBase  # noqa: E402
+from pkg.stores import open_store  # noqa: E402
+from pkg.stores.base import GraphStore  # noqa: E402
+from retrieval.lexical import refresh_indexes  # noqa: E402
+from retrieval.search import Options  # noqa: E402
+from retrieval.tokenize import code_tokens  # noqa: E402
+
+K = 10
+HELD_OUT_EVERY = 3  # a package is held out when its name's hash is 0 modulo this
+MODES = ("func", "hybrid")
+LEXICAL_MODES = ("bm25-func",)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function of the stripped corpus: its file there, qualified name, docstring summary, code lines."""
+
+    path: Path
+    qualname: str
+    summary: str
+    lines: int
+    package: str
+
+
+def package_of(relative: Path) -> str:
+    """The top-level package (or module) a file below site-packages belongs to."""
+    return relative.parts[0].removesuffix(".py")
+
+
+def held_out(package: str) -> bool:
+    """Whether a package is held out of tuning: its queries are the benchmark's."""
+    return hashlib.sha256(package.encode()).digest()[0] % HELD_OUT_EVERY == 0
+
+
+def interleaved_files(root: Path) -> Iterator[Path]:
+    """Python files below root, round-robin over packages (by name), each package's files in path
+    order; test folders and modules and files over the build's size cap are left out."""
+    by_package: dict[str, list[Path]] = {}
+    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).parts):
+        relative = path.relative_to(root)
+        if {"__pycache__", "site-packages"} & set(relative.parts) or _is_site_test(relative):
+            continue
+        if path.stat().st_size <= MAX_FILE_BYTES:
+            by_package.setdefault(package_of(relative), []).append(path)
+    queues = [by_package[name] for name in sorted(by_package)]
+    for depth in range(max(map(len, queues), default=0)):
+        for queue in queues:
+            if depth < len(queue):
+                yield queue[depth]
+
+
+def summary_of(docstring: str) -> str:
+    """The docstring's first paragraph on one line."""
+    return " ".join(docstring.strip().split("\n\n")[0].split())
+
+
+def _qualified(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function with its qualified name as the project's extractor gives it (outer.<locals>.inner)."""
+
+    def walk(node: ast.AST, prefix: str) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield prefix + child.name, child
+                yield from walk(child, f"{prefix}{child.name}.<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                yield from walk(child, f"{prefix}{child.name}.")
+            else:
+                yield from walk(child, prefix)
+
+    return walk(tree, "")
+
+
+def strip_docstrings(source: str) -> tuple[str, dict[str, str]] | None:
+    """The source with each function's docstring removed (a function left empty gets `pass`), and the
+    summaries of the functions whose docstring went, by qualified name; None when ast cannot read it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    lines = source.split("\n")
+    removals: list[tuple[int, int, str | None]] = []  # first and last line (0-based), replacement
+    summaries: dict[str, str] = {}
+    for qualname, function in _qualified(tree):
+        doc = ast.get_docstring(function, clean=True)
+        first = function.body[0]
+        if doc is None or first.end_lineno is None or first.end_col_offset is None:
+            continue
+        before = lines[first.lineno - 1].encode()[: first.col_offset].decode(errors="replace")
+        after = lines[first.end_lineno - 1].encode()[first.end_col_offset :].decode(errors="replace").strip()
+        if before.strip() or (after and not after.startswith("#")):
+            continue  # shares its lines with other code: kept, and not a query
+        filler = f"{before}pass" if len(function.body) == 1 else None
+        removals.append((first.lineno - 1, first.end_lineno - 1, filler))
+        summaries[qualname] = summary_of(doc)
+    for start, end, filler in sorted(removals, reverse=True):
+        lines[start : end + 1] = [filler] if filler is not None else []
+    stripped = "\n".join(lines)
+    try:
+        ast.parse(stripped)
+    except SyntaxError:
+        return None
+    return stripped, summaries
+
+
+def with_name_words(source: str) -> str:
+    """The lever "identifiers split into words": a comment with each function's name split into words
+    (`parse_json2Dict` -> `# parse json2 dict`) as the first line of its body, so that the words lead
+    the text a model embeds; functions whose body starts on the def's line are left as they are."""
+    lines = source.split("\n")
+    inserts = []
+    for _, function in _qualified(ast.parse(source)):
+        first = function.body[0]
+        indent = lines[first.lineno - 1].encode()[: first.col_offset].decode(errors="replace")
+        if not indent.strip() and not isinstance(first, ast.Pass):  # the body starts its own line
+            words = code_tokens(function.name)
+            inserts.append((first.lineno - 1, f"{indent}# {' '.join(words[1:] or words)}"))
+    for index, line in sorted(inserts, reverse=True):
+        lines.insert(index, line)
+    return "\n".join(lines)
+
+
+def code_lines(source: str, qualname: str) -> int:
+    """Lines of a function in the stripped source (0 when it is not found)."""
+    for name, function in _qualified(ast.parse(source)):
+        if name == qualname and function.end_lineno is not None:
+            return function.end_lineno - function.lineno + 1
+    return 0
+
+
+def make_corpus(
+    functions: int, corpus_dir: Path, name_words: bool = False, root: Path = SITE_PACKAGES
+) -> tuple[list[Function], int]:
+    """Copy files (stripped, and with_name_words if asked) into corpus_dir until they hold `functions`
+    functions; return the functions whose docstring was removed, in corpus order, and the number of
+    functions copied."""
+    shutil.rmtree(corpus_dir, ignore_errors=True)
+    found: list[Function] = []
+    total = 0
+    for path in interleaved_files(root):
+        try:
+            stripped = strip_docstrings(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, OSError):
+            continue
+        if stripped is None:
+            continue
+        source, summaries = stripped
+        count = sum(1 for _ in _qualified(ast.parse(source)))
+        if count == 0:
+            continue
+        relative = path.relative_to(root)
+        target = corpus_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(with_name_words(source) if name_words else source, encoding="utf-8")
+        package = package_of(relative)
+        # lines counted before the lever's comments, so that the lever keeps the same queries
+        found += [Function(target, q, s, code_lines(source, q), package) for q, s in summaries.items()]
+        total += count
+        if total >= functions:
+            break
+    return found, total
+
+
+def choose_queries(functions: list[Function], within: int, count: int) -> list[Function]:
+    """Up to `count` queries from held-out packages among the first `within` functions, evenly spread,
+    filtered as CodeSearchNet filters (see the module's docstring)."""
+    summaries = Counter(f.summary.lower() for f in functions)
+    names = Counter((f.path, f.qualname) for f in functions)
+    candidates = [
+        f
+        for f in functions[:within]
+        if held_out(f.package)
+        and len(f.summary.split()) >= 3
+        and f.lines >= 3
+        and "test" not in f.qualname.rsplit(".", 1)[-1].lower()
+        and not f.qualname.rsplit(".", 1)[-1].startswith("__")
+        and summaries[f.summary.lower()] == 1
+        and names[(f.path, f.qualname)] == 1
+    ]
+    if len(candidates) <= count:
+        return candidates
+    return [candidates[i * len(candidates) // count] for i in range(count)]
+
+
+def without_blocks(corpus: ParsedCorpus) -> ParsedCorpus:
+    """The corpus without BLOCK nodes and the edges that touch them."""
+    sources = []
+    for source in corpus.sources:
+        blocks = {n.id for n in source.graph.nodes if n.label is Label.BLOCK}
+        nodes = [n for n in source.graph.nodes if n.id not in blocks]
+        edges = [e for e in source.graph.edges if e.src not in blocks and e.dst not in blocks]
+        sources.append(SourceGraph(source.record, UnitGraph(nodes, edges)))
+    return ParsedCorpus(sources, corpus.deleted, corpus.report)
+
+
+def build(kb: KnowledgeBase, store: GraphStore, corpus_dir: Path, with_blocks: bool) -> int:
+    """Build the corpus into kb (functions only, no pruning variants; blocks only when asked: they are
+    three quarters of the texts to embed); how many functions it indexed."""
+    if with_blocks:
+        return kb.build([corpus_dir], parts=("functions",), prepare_pruning=False).bm25.get("func", 0)
+    corpus = without_blocks(parse_corpus([corpus_dir], parts=("functions",), known=store.sources()))
+    index_corpus(corpus, store, kb.embedder, prepare_pruning=False)
+    return refresh_indexes(store, kb.db_dir)["func"]
+
+
+def rank_of(kb: KnowledgeBase, query: Function, mode: str) -> int | None:
+    """The rank (from 1) of the query's function among the mode's first K results, or None."""
+    options = Options(with_pruning=False, hybrid_unit="func")
+    results = kb.query(query.summary, mode, K, options).results
+    target = str(query.path)
+    for rank, result in enumerate(results, start=1):
+        if result.path == target and result.name == query.qualname:
+            return rank
+    return None
+
+
+def scores(ranks: list[int | None]) -> dict:
+    """Recall@1, recall@10 and MRR@10 of the ranks found (None: not in the first K)."""
+    n = len(ranks)
+    return {
+        "recall_at_1": sum(r == 1 for r in ranks) / n,
+        "recall_at_10": sum(r is not None for r in ranks) / n,
+        "mrr_at_10": sum(1 / r for r in ranks if r is not None) / n,
+    }
+
+
+def evaluate(kb: KnowledgeBase, queries: list[Function], modes: tuple[str, ...]) -> dict:
+    """Scores and query time per mode."""
+    out = {}
+    for mode in modes:
+        started = time.perf_counter()
+        ranks = [rank_of(kb, q, mode) for q in queries]
+        seconds = time.perf_counter() - started
+        out[mode] = {**scores(ranks), "ms_per_query": round(1000 * seconds / len(queries), 1)}
+        print(f"  {mode}: {out[mode]}", file=sys.stderr, flush=True)
+    return out
+
+
+def main() -> None:
+    parser = bench_parser(__doc__)
+    parser.add_argument("--functions", type=int, default=5000, help="corpus size in functions")
+    parser.add_argument("--query-functions", type=int, default=5000, help="queries come from these first functions")
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--embedders", default="minilm,static", help="comma-separated embedder specs")
+    parser.add_argument("--name-words", action="store_true", help="lever: each function's name in words first")
+    parser.add_argument("--with-blocks", action="store_true", help="build blocks too and measure block mode")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/pkg-bench-search"), help="corpus, databases, cache")
+    args = parser.parse_args()
+    variant = f"{args.functions}{'-name-words' if args.name_words else ''}"
+    corpus_dir = args.work / f"corpus-{variant}"
+    started = time.perf_counter()
+    functions, total = make_corpus(args.functions, corpus_dir, args.name_words)
+    queries = choose_queries(functions, args.query_functions, args.queries)
+    packages = sorted({f.package for f in functions})
+    print(f"{total} functions, {len(packages)} packages, {len(queries)} queries", file=sys.stderr, flush=True)
+    runs: dict[str, dict] = {}
+    lexical: dict = {}
+    for spec in args.embedders.split(","):
+        db = args.work / f"db-{variant}-{spec.replace(':', '_').replace('/', '_')}"
+        cache = args.work / "cache"
+        with open_store("embedded", db, create=True) as store, KnowledgeBase(db, store, spec, cache) as kb:
+            build_started = time.perf_counter()
+            indexed = build(kb, store, corpus_dir, args.with_blocks)
+            build_seconds = time.perf_counter() - build_started
+            print(f"{spec}: built in {build_seconds:.0f} s", file=sys.stderr, flush=True)
+            modes = (*MODES, "block") if args.with_blocks else MODES
+            runs[spec] = {
+                "build_seconds": round(build_seconds, 1),
+                "functions_indexed": indexed,
+                "modes": evaluate(kb, queries, modes),
+            }
+            if not lexical:
+                lexical = evaluate(kb, queries, LEXICAL_MODES)
+    result = {
+        "when": utc_now(),
+        "machine": machine(),
+        "corpus": {
+            "functions": total,
+            "functions_stripped": len(functions),
+            "packages": len(packages),
+            "held_out_packages": sum(held_out(p) for p in packages),
+            "queries": len(queries),
+            "query_packages": len({q.package for q in queries}),
+            "query_functions": args.query_functions,
+            "name_words": args.name_words,
+        },
+        "k": K,
+        "embedders": runs,
+        "lexical": lexical,
+        "seconds": round(time.perf_counter() - started, 1),
+        "sample_queries": [{"query": q.summary, "function": q.qualname, "package": q.package} for q in queries[:10]],
+    }
+    print(write_result(args.out, f"search-{variant}", result))
+
+
+if __name__ == "__main__":
+    main()
