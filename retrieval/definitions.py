@@ -52,6 +52,10 @@ NEAR_SCALE = 10
 NEAR_LINES = 30
 #: PageRank's damping: the share of rank that follows edges rather than returning to the used names.
 DAMPING = 0.85
+#: How many levels of detail a class stub has (see _ClassStub.render).
+CLASS_LEVELS = 6
+#: Lines of a module's outline at most (its public functions and classes).
+MODULE_LINES = 24
 #: Methods shown in a class stub at most (public ones and __init__, in line order; used ones first).
 MAX_METHODS = 16
 _BUILTINS = frozenset(dir(builtins))
@@ -162,6 +166,10 @@ class CodeIndex:
     def top_level_span(self, source: str, line: int) -> tuple[int, int] | None:
         """The lines of the file's top-level function or class that holds the line."""
         return next(((a, b) for _, a, b in self._top_definitions(source) if a <= line <= b), None)
+
+    def top_classes(self, source: str) -> list[tuple[str, int, int]]:
+        """The file's top-level classes: name, first and last line."""
+        return [(c.name, c.start_line, c.end_line) for c in self._classes_by_source.get(source, [])]
 
     def _top_definitions(self, source: str) -> list[tuple[str, int, int]]:
         if source not in self._tops:
@@ -459,6 +467,7 @@ class _Found:
     key: str
     node: NameNode | ClassNode | None
     constant: tuple[str, str, int, str] | None = None  # (path, name, line, text)
+    module: tuple[str, str] | None = None  # (path, dotted name) of a module the code uses as a whole
     uses: dict[str, None] = field(default_factory=dict)
     weight: float = 0.0
     members: set[str] = field(default_factory=set)  # of a class: the members the code uses
@@ -563,6 +572,18 @@ def _with_stored_imports(index: CodeIndex, code: CodeAtHand) -> None:
     code.record = replace(code.record, refs=json.dumps(mine))
 
 
+def _module(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str] | None:
+    """A module of the corpus that the use names as a whole (`import m as z; z`, `from pkg import m`),
+    when nothing in it resolved: what the code may take from it is unknown, so it gets the module's outline."""
+    head, _, rest = use.dotted.partition(".")
+    for module, attr in code.imports.get(head, []):
+        names = [f"{module}.{attr}"] if attr else [module, f"{module}.{rest.partition('.')[0]}"]
+        for name in names:
+            if sources := index.linker.by_module.get(name):
+                return sources[0], name
+    return None
+
+
 def _weight(code: CodeAtHand, use: _Use) -> float:
     return 1.0 / (1.0 + abs(use.line - code.line) / NEAR_SCALE)
 
@@ -578,11 +599,20 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
         nodes = _candidates(index, code, use)
         for node in nodes:
             _add(found, _owner(index, node), use, _weight(code, use))
-        if not nodes and (constant := _constant(index, code, use)):
+        if nodes:
+            continue
+        if constant := _constant(index, code, use):
             key = f"constant:{constant[0]}:{constant[1]}"
             entry = found.setdefault(key, _Found(key, None, constant))
-            entry.uses[use.dotted] = None
-            entry.weight += _weight(code, use)
+        elif module := _module(index, code, use):
+            key = f"module:{module[0]}"
+            entry = found.setdefault(key, _Found(key, None, module=module))
+        else:
+            continue
+        entry.uses[use.dotted] = None
+        entry.weight += _weight(code, use)
+    named = {_source(f) for f in found.values() if f.module is None}  # an outline only where nothing is named
+    found = {key: f for key, f in found.items() if f.module is None or f.module[0] not in named}
     for base in (b for b in _bases(index, code) if b.source != code.path):
         entry = found.setdefault(base.id, _Found(base.id, base))
         entry.weight += 1.0  # as if used on the line: every `self.` of the class may reach it
@@ -675,14 +705,15 @@ class _ClassStub:
     methods: list[tuple[str, str, bool]]  # (name, signature, used)
 
     def render(self, level: int) -> str:
-        """0: everything; 1: methods without docstrings; 2: only used methods and __init__; 3: no fields."""
+        """0: everything; 1: methods without docstrings; 2: only used methods and __init__; 3: no fields;
+        4: no __init__ either; 5: the header and docstring line alone."""
         lines = [self.header]
         if self.doc:
             lines.append(f'    """{self.doc}"""')
         if level < 3:
             lines += [f"    {f}" for f in self.fields]
         for name, text, used in self.methods:
-            if level >= 2 and not used and name != "__init__":
+            if level >= 5 or (level >= 2 and not used and (name != "__init__" or level >= 4)):
                 continue
             shown = (
                 text
@@ -723,12 +754,35 @@ def _stubs(index: CodeIndex, entry: _Found) -> tuple[str, list[str]]:
     """The definition's kind and its stub at each level of detail, most detailed first."""
     if entry.constant is not None:
         return "constant", [entry.constant[3]]
+    if entry.module is not None:
+        outline = _module_outline(index, entry.module[0])
+        return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in (MODULE_LINES, 12, 5) if outline))
     node = entry.node
     if isinstance(node, ClassNode):
         stub = _class_stub(index, node, entry.members)
-        return "class", list(dict.fromkeys(stub.render(level) for level in range(4)))
+        return "class", list(dict.fromkeys(stub.render(level) for level in range(CLASS_LEVELS)))
     assert isinstance(node, NameNode)
     return "function", [index.signatures([node])[node.id]]
+
+
+def _module_outline(index: CodeIndex, source: str) -> list[str]:
+    """A module's public top-level functions and classes, a line each, in line order: a function's `def`
+    line(s), a class's `class` line."""
+    functions = [n for n in index.linker.own_methods.get((source, ""), []) if not n.name.startswith("_")]
+    signatures = index.signatures(functions)
+    entries = [(n.start_line, _header_only(signatures[n.id])) for n in functions if signatures[n.id]]
+    tables = index.stubs(source).get("classes", {})
+    for name, start, _ in index.top_classes(source):
+        if not name.startswith("_"):
+            header = tables.get(name, {}).get("header") or f"class {name}:"
+            entries.append((start, header.splitlines()[-1] + " ..."))
+    return [text for _, text in sorted(entries)]
+
+
+def _header_only(signature_text: str) -> str:
+    header = [line for line in signature_text.splitlines() if not line.lstrip().startswith(('"""', "'''"))]
+    text = "\n".join(header)
+    return text if text.endswith("...") else text + " ..."
 
 
 # -- the whole -----------------------------------------------------------------------------------------
@@ -768,6 +822,8 @@ def definitions_context(
         )
     chosen = _fit(index, _ranked(index, found) if found else [], budget, count, code.path, exclude_sources)
     rendered = render(chosen, code.path)
+    if gate is Gate.AUTO and not chosen:
+        return DefinitionsContext([], "", used, f"none of the definitions it uses fits the budget of {budget} tokens")
     return DefinitionsContext(chosen, rendered, used, None, count(rendered) if rendered else 0)
 
 
@@ -779,6 +835,8 @@ def _choice(kind: type[StrEnum], value: str, what: str) -> Any:
 
 
 def _source(entry: _Found) -> str:
+    if entry.module is not None:
+        return entry.module[0]
     return entry.constant[0] if entry.constant else entry.node.source if entry.node else ""
 
 
@@ -810,6 +868,9 @@ def _fit(
 
 
 def _definition(entry: _Found, kind: str, stub: str, score: float) -> Definition:
+    if entry.module is not None:
+        path, name = entry.module
+        return Definition(name, path, (1, 1), kind, stub, score, tuple(entry.uses))
     if entry.constant is not None:
         path, name, line, _ = entry.constant
         return Definition(name, path, (line, line), kind, stub, score, tuple(entry.uses))

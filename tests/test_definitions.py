@@ -107,7 +107,12 @@ def test_a_tight_budget_trims_a_class_before_dropping_it(kb: KnowledgeBase) -> N
     assert 0 < tight.tokens <= estimate_tokens(full)
     trimmed = _named(tight.definitions)["Cart"].stub
     assert trimmed != full and trimmed.startswith("class Cart(Record):") and "def total(self)" in trimmed
-    assert kb.context_at(str(SHOP / "fill.py"), 5, code, budget=1).definitions == []
+    outline = 'class Cart(Record):\n    """Items a customer is about to buy."""\n    ...'
+    just = kb.context_at(str(SHOP / "fill.py"), 5, code, budget=estimate_tokens(f"# shop/models.py\n{outline}") + 2)
+    assert [d.stub for d in just.definitions] == [outline]  # the last level: the header and docstring line
+    nothing = kb.context_at(str(SHOP / "fill.py"), 5, code, budget=1)
+    assert nothing.definitions == [] and "fits the budget of 1 tokens" in (nothing.gated or "")
+    assert kb.context_at(str(SHOP / "fill.py"), 5, code, budget=1, gate="always").gated is None
 
 
 def test_bad_input_is_one_clear_error(kb: KnowledgeBase) -> None:
@@ -187,3 +192,13 @@ def test_other_languages_resolve_the_names_calls_resolve_to(kb: KnowledgeBase) -
     [found] = kb.context_at(main, 4).definitions
     assert (found.name, found.kind, found.path) == ("roundMoney", "function", str(SHOP.parent / "web" / "util.ts"))
     assert found.stub == "function roundMoney(amount: number): number"
+
+
+def test_a_module_used_as_a_whole_gets_its_outline(kb: KnowledgeBase) -> None:
+    """`from shop import util`, then nothing of it named yet: the module's public functions, a line each."""
+    code = "from shop import util\n\n\ndef pay(amount):\n    return util\n"
+    [module] = kb.context_at(str(SHOP / "pay.py"), 5, code).definitions
+    assert (module.name, module.kind, module.path) == ("shop.util", "module", _at("util.py"))
+    assert module.stub == "def round_money(amount: float) -> float: ...\ndef unused_helper(x): ..."
+    named = kb.context_at(str(SHOP / "pay.py"), 5, code.replace("return util", "return util.round_money(amount)"))
+    assert [d.name for d in named.definitions] == ["round_money"]  # a name of it resolves: that definition alone
