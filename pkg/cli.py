@@ -86,6 +86,11 @@ def _db_option(command: Any) -> Any:
     return command
 
 
+def _format_option(choices: list[str], help: str | None = None) -> Any:
+    """--format: how a command prints its answer (the first choice, text, by default)."""
+    return click.option("--format", "fmt", type=click.Choice(choices), default=choices[0], show_default=True, help=help)
+
+
 def _cache_option(command: Any) -> Any:
     return click.option(
         "--cache-dir",
@@ -220,7 +225,7 @@ def cli() -> None:
     help="Turn tutorials into JSON with this LLM (e.g. llama:qwen2.5-coder-1.5b, openai:MODEL): answers are "
     "validated and retried, and the deterministic converter is the fallback. Default: deterministic only.",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_format_option(["text", "json"])
 def build(
     paths: tuple[Path, ...],
     db_dir: Path,
@@ -351,13 +356,8 @@ def _structurer(spec: str, cache_dir: Path) -> Any:
     show_default=True,
     help="Tokens the --expand signatures may add under one hit.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "prompt"]),
-    default="text",
-    show_default=True,
-    help="text: readable results; json: results and prompt; prompt: the augmented prompt only.",
+@_format_option(
+    ["text", "json", "prompt"], "text: readable results; json: results and prompt; prompt: the augmented prompt only."
 )
 @click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
 @_db_option
@@ -416,7 +416,7 @@ def query(
 
 @cli.command()
 @_db_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_format_option(["text", "json"])
 def stats(db_dir: Path, store: str, fmt: str) -> None:
     """Node counts per label, relationship counts per type, and the embedder of the PKG."""
     with _knowledge_base(db_dir, store) as kb:
@@ -472,13 +472,9 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
     show_default=True,
     help="auto: nothing for code that uses only its own file's names and the builtins; always: whatever it uses.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "prompt"]),
-    default="text",
-    show_default=True,
-    help="text: the stubs by file; json: each definition with name, path, lines, stub; "
+@_format_option(
+    ["text", "json", "prompt"],
+    "text: the stubs by file; json: each definition with name, path, lines, stub; "
     "prompt: the stubs, then the code up to the line.",
 )
 @_db_option
@@ -528,7 +524,7 @@ def _calls_command(callers: bool) -> Any:
         show_default=True,
         help="At most this many callers (callees) of each function; the rest are counted.",
     )
-    @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+    @_format_option(["text", "json"])
     @_db_option
     def command(name: str, limit: int, fmt: str, db_dir: Path, store: str) -> None:
         with _knowledge_base(db_dir, store) as kb:
@@ -558,7 +554,7 @@ graph.command("callees", help="The functions NAME (qualified, or its last parts)
 
 @graph.command("file")
 @click.argument("path")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_format_option(["text", "json"])
 @_db_option
 def graph_file(path: str, fmt: str, db_dir: Path, store: str) -> None:
     """What the file PATH (or the files whose path ends with it) contains: classes and functions."""
@@ -883,14 +879,7 @@ def _compare_repo(
 )
 @_generation_options
 @click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: the chosen code, then the evidence as comments; json: everything.",
-)
+@_format_option(["text", "json"], "text: the chosen code, then the evidence as comments; json: everything.")
 @_db_option
 @_cache_option
 def generate(

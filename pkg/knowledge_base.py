@@ -13,10 +13,10 @@ query through `KnowledgeBase.query`; the CLI, `pkg compare` and a server hold on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 from ingest.parse import DEFAULT_CHUNK_SIZE, PARTS, BuildReport, parse_corpus
 from ingest.sources import MAX_FILE_BYTES, Structurer
@@ -29,7 +29,7 @@ from pkg.progress import Progress, no_progress
 from pkg.schema import FileNode, NameNode, NodeRecord
 from pkg.stores import GraphStore, open_store
 from pkg.stores.base import GraphCounts
-from retrieval.definitions import DEFAULT_BUDGET, DefinitionsContext, Gate, Reach, definitions_context
+from retrieval.definitions import ContextOptions, DefinitionsContext, definitions_context
 from retrieval.lexical import refresh_indexes
 from retrieval.search import Options, Retrieval, mode_spec, retrieve
 
@@ -209,34 +209,16 @@ class KnowledgeBase:
         return retrieve(self.store, None if lexical else self.embedder, text, mode, k, self.db_dir, options)
 
     def context_at(
-        self,
-        path: str | Path,
-        line: int | None = None,
-        text: str | None = None,
-        *,
-        budget: int = DEFAULT_BUDGET,
-        names: Reach | str = Reach.NEAR,
-        gate: Gate | str = Gate.AUTO,
-        count_tokens: Callable[[str], int] | None = None,
-        exclude_sources: frozenset[str] = frozenset(),
+        self, path: str | Path, line: int | None = None, text: str | None = None, **options: Unpack[ContextOptions]
     ) -> DefinitionsContext:
         """The definitions, from other files of the PKG, of the names the code at `path` uses at `line`
-        (default: its end), as stubs within `budget` tokens; `text` is the code being written there when
-        it differs from the file (or the file is not on disk). `names` takes those used near the line or
-        all of the file's; with `gate` auto nothing is returned for code that uses only its own file's
-        names and the builtins, or names the graph does not hold (`.gated` says which)."""
+        (default: its end), as stubs within `budget` tokens (default 512); `text` is the code being written
+        there when it differs from the file (or the file is not on disk). `names` takes those used near the
+        line (default) or all of the file's; with `gate` auto (default) nothing is returned for code that uses
+        only its own file's names and the builtins, or names the graph does not hold (`.gated` says which).
+        The options are `retrieval.definitions.ContextOptions`."""
         path = str(Path(path).resolve()) if text is None or Path(path).exists() else str(path)
-        return definitions_context(
-            self.store,
-            path,
-            line,
-            text,
-            budget=budget,
-            reach=names,
-            gate=gate,
-            count_tokens=count_tokens,
-            exclude_sources=exclude_sources,
-        )
+        return definitions_context(self.store, path, line, text, **options)
 
     def calls(self, name: str, callers: bool = False, limit: int = 20) -> list[FunctionCalls]:
         """The functions (each once, at most NAME_MATCHES) whose qualified name is `name` or ends with

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from hashlib import sha256
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from weakref import WeakKeyDictionary
 
 from ingest.link import Linker
@@ -788,26 +788,30 @@ def _header_only(signature_text: str) -> str:
 # -- the whole -----------------------------------------------------------------------------------------
 
 
+class ContextOptions(TypedDict, total=False):
+    """How `definitions_context` (and `KnowledgeBase.context_at`) answer: the token budget, which names
+    (`Reach`), the gate, how tokens are counted (default: estimated), and files whose definitions to leave out."""
+
+    budget: int
+    names: Reach | str
+    gate: Gate | str
+    count_tokens: Callable[[str], int] | None
+    exclude_sources: frozenset[str]
+
+
 def definitions_context(
-    store: GraphStore,
-    path: str,
-    line: int | None = None,
-    text: str | None = None,
-    *,
-    budget: int = DEFAULT_BUDGET,
-    reach: Reach | str = Reach.NEAR,
-    gate: Gate | str = Gate.AUTO,
-    count_tokens: Callable[[str], int] | None = None,
-    exclude_sources: frozenset[str] = frozenset(),
+    store: GraphStore, path: str, line: int | None = None, text: str | None = None, **options: Unpack[ContextOptions]
 ) -> DefinitionsContext:
     """The definitions the code at `path` (or `text`, the code being written there) uses at `line`,
     from other files of the store, as stubs within `budget` tokens (counted by `count_tokens`, else
     estimated). Definitions in `exclude_sources` and in the file itself are never returned."""
-    names: Reach = _choice(Reach, reach, "reach")
-    gate = _choice(Gate, gate, "gate")
+    names: Reach = _choice(Reach, options.get("names", Reach.NEAR), "names")
+    gate: Gate = _choice(Gate, options.get("gate", Gate.AUTO), "gate")
+    budget = options.get("budget", DEFAULT_BUDGET)
+    exclude_sources = options.get("exclude_sources", frozenset())
     if budget < 0:
         raise ConfigError("the budget must not be negative")
-    count = count_tokens or estimate_tokens
+    count = options.get("count_tokens") or estimate_tokens
     index = code_index(store)
     code = read_code(path, text, line, index)
     _with_stored_imports(index, code)

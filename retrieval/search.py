@@ -310,7 +310,7 @@ def _definitions(q: _Query, k: int) -> list[Result]:
         None,
         q.text,
         budget=sys.maxsize,
-        reach=Reach.ALL,
+        names=Reach.ALL,
         gate=Gate.ALWAYS,
         exclude_sources=q.options.exclude_sources,
     )

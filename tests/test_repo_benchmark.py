@@ -35,7 +35,6 @@ from pkg.evaluation.repo import (
     REPO_ARMS,
     ContextSettings,
     RepoRun,
-    Snippet,
     arm_context,
     body_from_continuation,
     body_from_reply,
@@ -62,6 +61,7 @@ from pkg.evaluation.repo import (
 )
 from pkg.generators import make_generator
 from pkg.knowledge_base import KnowledgeBase
+from retrieval.prompt import ContextItem
 from retrieval.tokenize import estimate_tokens
 from tests.conftest import run_cli
 
@@ -244,7 +244,7 @@ def test_layouts_parse_per_arm() -> None:
         parse_layouts("nope=repo", arms)
 
 
-STUB = Snippet(
+STUB = ContextItem(
     "stop.py", "class stop_after_attempt(stop_base):\n    def __init__(self, max_attempt_number: int) -> None: ..."
 )
 
@@ -254,17 +254,17 @@ def test_the_chat_layouts_put_the_labelled_context_before_or_after_the_file() ->
     after = repo_messages(task, [STUB])[0]["content"]
     first = context_first_messages(task, [STUB])[0]["content"]
     for prompt in (after, first):
-        assert task.prefix.rstrip() in prompt and STUB.text in prompt and prompt.endswith("any other code of the file.")
-    assert after.index(task.prefix.rstrip()) < after.index(STUB.text) and "# stop.py" not in after
-    assert first.index(f"# stop.py\n{STUB.text}") < first.index(task.prefix.rstrip())
+        assert task.prefix.rstrip() in prompt and STUB.code in prompt and prompt.endswith("any other code of the file.")
+    assert after.index(task.prefix.rstrip()) < after.index(STUB.code) and "# stop.py" not in after
+    assert first.index(f"# stop.py\n{STUB.code}") < first.index(task.prefix.rstrip())
     assert "From other files of `tenacity`" not in context_first_messages(task, [])[0]["content"]
 
 
 def test_the_repo_layout_is_qwens_repository_format_ending_after_the_docstring() -> None:
     task = _task("tenacity/tornadoweb.py:TornadoRetrying.__init__")
-    prompt = repo_prompt(task, [STUB, Snippet("wait.py", "  ")])  # an empty snippet makes no file
+    prompt = repo_prompt(task, [STUB, ContextItem("wait.py", "  ")])  # an empty snippet makes no file
     assert prompt == (
-        f"<|repo_name|>tenacity\n<|file_sep|>tenacity/stop.py\n{STUB.text}\n"
+        f"<|repo_name|>tenacity\n<|file_sep|>tenacity/stop.py\n{STUB.code}\n"
         f"<|file_sep|>tenacity/tornadoweb.py\n{task.prefix}"
     )
     assert prompt.endswith(") -> None:\n") and task.indent == " " * 8  # the model goes on with the body
@@ -291,7 +291,7 @@ def test_a_continuation_is_cut_where_the_bodys_indentation_ends(text: str, body:
 
 
 def test_context_recall_looks_for_the_definition_of_each_needed_symbol() -> None:
-    assert defines(STUB.text, "stop_after_attempt") and defines(STUB.text, "__init__")
+    assert defines(STUB.code, "stop_after_attempt") and defines(STUB.code, "__init__")
     assert defines("# util.py\nDEFAULT: int = 3\n", "DEFAULT") and defines("async def fetch(x): ...", "fetch")
     assert not defines("stop_after_attempt(3)\nx = stop_after_attemptx", "stop_after_attempt")
     assert not defines("if DEFAULT == 3:", "DEFAULT")

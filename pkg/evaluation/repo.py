@@ -43,6 +43,7 @@ from pkg.generators.base import Completion, GenerationParams, Generator, Message
 from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
 from retrieval.definitions import DefinitionsContext, Reach
+from retrieval.prompt import ContextItem
 from retrieval.search import Mode, Neighbour, Options, Result
 from retrieval.tokenize import estimate_tokens
 
@@ -136,14 +137,6 @@ class RepoRecord:
 
 
 @dataclass(frozen=True)
-class Snippet:
-    """A piece of context and the file it comes from, inside the task's package."""
-
-    path: str
-    text: str
-
-
-@dataclass(frozen=True)
 class Layout:
     """How a prompt puts the file and the context together: as chat messages, or as raw text the model
     continues (`raw`)."""
@@ -207,22 +200,22 @@ def _ask(task: RepoTask) -> str:
     )
 
 
-def repo_messages(task: RepoTask, snippets: Sequence[Snippet]) -> list[Message]:
+def repo_messages(task: RepoTask, snippets: Sequence[ContextItem]) -> list[Message]:
     """`chat`: the in-file context first (shared by every arm of a task), then the context, then the ask.
 
     The ask names what not to write: asked only for "the statements that follow", Qwen2.5-Coder-1.5B
     rewrote the whole class, or the file's imports (running out of its 128 tokens), on both mcp tasks
     tried with context; with the prohibition its five replies held statements alone (one of them the
     class's fields instead of the body)."""
-    context = context_block([s.text for s in snippets]).replace(
+    context = context_block([s.code for s in snippets]).replace(
         "from a programming knowledge graph", f"from other files of `{task.repository}`"
     )
     return [{"role": "user", "content": _intro(task) + _file(task) + context + _ask(task)}]
 
 
-def context_first_messages(task: RepoTask, snippets: Sequence[Snippet]) -> list[Message]:
+def context_first_messages(task: RepoTask, snippets: Sequence[ContextItem]) -> list[Message]:
     """`chat-context-first`: CrossCodeEval's order, each snippet under its path, the file last before the ask."""
-    labelled = "".join(f"```python\n# {s.path}\n{s.text.strip()}\n```\n\n" for s in snippets if s.text.strip())
+    labelled = "".join(f"```python\n# {s.title}\n{s.code.strip()}\n```\n\n" for s in snippets if s.code.strip())
     context = f"From other files of `{task.repository}`:\n\n{labelled}" if labelled else ""
     return [{"role": "user", "content": _intro(task) + context + _file(task) + _ask(task)}]
 
@@ -230,10 +223,10 @@ def context_first_messages(task: RepoTask, snippets: Sequence[Snippet]) -> list[
 FILE_SEP = "<|file_sep|>"
 
 
-def repo_prompt(task: RepoTask, snippets: Sequence[Snippet]) -> str:
+def repo_prompt(task: RepoTask, snippets: Sequence[ContextItem]) -> str:
     """`repo`: the repository format Qwen2.5-Coder was trained on, the task's file last, its text ending
     with the docstring so that the model goes on with the body."""
-    files = "".join(f"{FILE_SEP}{task.repository}/{s.path}\n{s.text.strip()}\n" for s in snippets if s.text.strip())
+    files = "".join(f"{FILE_SEP}{task.repository}/{s.title}\n{s.code.strip()}\n" for s in snippets if s.code.strip())
     return f"<|repo_name|>{task.repository}\n{files}{FILE_SEP}{task.repository}/{task.relpath}\n{task.prefix}"
 
 
@@ -256,7 +249,7 @@ def body_from_continuation(text: str, indent: str) -> str:
 
 
 def ask_model(
-    generator: Generator, layout: str, task: RepoTask, snippets: Sequence[Snippet], params: GenerationParams
+    generator: Generator, layout: str, task: RepoTask, snippets: Sequence[ContextItem], params: GenerationParams
 ) -> tuple[Completion, str]:
     """The model's reply to the task in a layout, and the body taken from it."""
     if LAYOUTS[layout].raw:
@@ -442,13 +435,13 @@ def where(result: Result, task: RepoTask) -> str:
 class Context:
     """An arm's context for a task: the snippets, where they came from, and why the auto gate declined."""
 
-    snippets: list[Snippet] = field(default_factory=list)
+    snippets: list[ContextItem] = field(default_factory=list)
     retrieved: list[str] = field(default_factory=list)
     gated: str | None = None
 
     @property
     def text(self) -> str:
-        return "\n\n".join(s.text for s in self.snippets)
+        return "\n\n".join(s.code for s in self.snippets)
 
 
 @dataclass
@@ -488,16 +481,18 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
         by_file: dict[str, list[str]] = {}
         for definition in found.definitions:
             by_file.setdefault(_package_path(definition.path, task), []).append(definition.stub.rstrip())
-        context.snippets = [Snippet(path, "\n\n".join(stubs)) for path, stubs in by_file.items()]
+        context.snippets = [ContextItem(path, "\n\n".join(stubs)) for path, stubs in by_file.items()]
         context.retrieved = [
             f"{_package_path(d.path, task)}:{d.lines[0]}-{d.lines[1]} {d.name}" for d in found.definitions
         ]
         context.gated = _definitions(settings, kb, task, "auto").gated
-        left -= sum(map(settings.count_tokens, (s.text for s in context.snippets)))
+        left -= sum(map(settings.count_tokens, (s.code for s in context.snippets)))
     if arm.mode is not None:
         found_code = retrieve(kb, arm, task, 1 if arm.definitions else K)
         texts, _ = fit_snippets([r.pruned_text for r in found_code], max(left, 0), settings.count_tokens)
-        context.snippets += [Snippet(_package_path(r.path, task), t) for r, t in zip(found_code, texts, strict=False)]
+        context.snippets += [
+            ContextItem(_package_path(r.path, task), t) for r, t in zip(found_code, texts, strict=False)
+        ]
         context.retrieved += [where(r, task) for r in found_code[: len(texts)]]
     return context
 
@@ -564,7 +559,7 @@ def _one(run: RepoRun, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -> RepoR
     record.layout = layout
     record.gated = context.gated
     record.reply = reply.text
-    record.context_tokens = sum(map(run.generator.count_tokens, (s.text for s in context.snippets)))  # as budgeted
+    record.context_tokens = sum(map(run.generator.count_tokens, (s.code for s in context.snippets)))  # as budgeted
     record.retrieved = context.retrieved
     record.prompt_tokens = reply.prompt_tokens
     record.completion_tokens = reply.completion_tokens
