@@ -77,8 +77,10 @@ def test_pkg_report_shows_the_committed_comparison_without_a_model(tmp_path: Pat
     )
     loaded = subprocess.run([sys.executable, "-c", probe, str(folder)], capture_output=True, text=True, timeout=600)
     assert loaded.stderr == "[]\n"
-    repo = run_cli("report", str(RESULTS / "compare-repo"))
-    assert repo.returncode == 1 and repo.stderr.startswith(f"pkg: {RESULTS / 'compare-repo'} does not hold the results")
+    repo = run_cli("report", str(RESULTS / "compare-repo-v1"))
+    assert repo.returncode == 1 and repo.stderr.startswith(
+        f"pkg: {RESULTS / 'compare-repo-v1'} does not hold the results"
+    )
     assert len(repo.stderr.splitlines()) == 1
     missing = run_cli("report", str(tmp_path))
     assert (missing.returncode, missing.stderr.splitlines()) == (
