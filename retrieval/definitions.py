@@ -217,6 +217,7 @@ def code_index(store: GraphStore) -> CodeIndex:
 class _Use:
     dotted: str
     line: int
+    binding: bool = False  # an import binding the name, not a use of it
 
 
 @dataclass
@@ -419,7 +420,8 @@ def _python_uses(node: ast.AST, window: tuple[int, int] | None) -> Iterator[_Use
         if window and isinstance(child, ast.stmt) and not _overlaps(child, window):
             continue
         if isinstance(child, ast.Import | ast.ImportFrom):
-            yield from (_Use(a.asname or a.name.partition(".")[0], child.lineno) for a in child.names if a.name != "*")
+            bound = (a.asname or a.name.partition(".")[0] for a in child.names if a.name != "*")
+            yield from (_Use(name, child.lineno, binding=True) for name in bound)
         elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) and (text := _dotted(child)):
             yield _Use(text, child.lineno)
         elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
@@ -584,6 +586,16 @@ def _module(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str] | 
     return None
 
 
+def _pending_imports(code: CodeAtHand) -> set[str]:
+    """The names the code imports but does not use yet: there for the code being written, so they count as
+    used on the line. (Only for code given as it is being written: a whole indexed file has none to speak of.)"""
+    if code.tree is None or not code.whole:
+        return set()
+    uses = code.uses_in(None)
+    used = {u.dotted.partition(".")[0] for u in uses if not u.binding}
+    return {u.dotted for u in uses if u.binding} - used
+
+
 def _weight(code: CodeAtHand, use: _Use) -> float:
     return 1.0 / (1.0 + abs(use.line - code.line) / NEAR_SCALE)
 
@@ -592,7 +604,9 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
     """The definitions the code's external names reach, weighted by nearness; and the external names."""
     found: dict[str, _Found] = {}
     external: dict[str, None] = {}
-    for use in code.uses_in(code.near if reach is Reach.NEAR else None):
+    pending = _pending_imports(code)
+    uses = [u for u in code.uses_in(code.near if reach is Reach.NEAR else None) if u.dotted not in pending]
+    for use in [*uses, *(_Use(name, code.line, binding=True) for name in sorted(pending))]:
         if not _external(code, use):
             continue
         external[use.dotted] = None

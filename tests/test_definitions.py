@@ -202,3 +202,16 @@ def test_a_module_used_as_a_whole_gets_its_outline(kb: KnowledgeBase) -> None:
     assert module.stub == "def round_money(amount: float) -> float: ...\ndef unused_helper(x): ..."
     named = kb.context_at(str(SHOP / "pay.py"), 5, code.replace("return util", "return util.round_money(amount)"))
     assert [d.name for d in named.definitions] == ["round_money"]  # a name of it resolves: that definition alone
+
+
+def test_imports_nothing_uses_yet_count_as_used_on_the_line(kb: KnowledgeBase) -> None:
+    """A function just begun (its docstring written, no body yet): the names the file imports but uses
+    nowhere are there for it, so even `near` defines them; an import used elsewhere is no such name."""
+    code = (
+        "from shop.models import TAX_RATE, Cart\nfrom shop.util import round_money\n\n\n"
+        "def rate():\n    return TAX_RATE\n\n\n"
+        'def pay(cart):\n    """Pay for the cart."""\n'
+    )
+    found = kb.context_at(str(SHOP / "pay.py"), 10, code)
+    assert {d.name for d in found.definitions} - {"Record"} == {"Cart", "round_money"}
+    assert found.gated is None and sorted(found.used) == ["Cart", "round_money"]
