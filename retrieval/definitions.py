@@ -473,6 +473,7 @@ class _Found:
     uses: dict[str, None] = field(default_factory=dict)
     weight: float = 0.0
     members: set[str] = field(default_factory=set)  # of a class: the members the code uses
+    inherited: bool = False  # a base of the code's own class: its protected members are the code's too
 
 
 def _external(code: CodeAtHand, use: _Use) -> bool:
@@ -609,7 +610,8 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
     for use in [*uses, *(_Use(name, code.line, binding=True) for name in sorted(pending))]:
         if not _external(code, use):
             continue
-        external[use.dotted] = None
+        if not use.binding:  # the gate opens for names the code uses, not for what it merely imports
+            external[use.dotted] = None
         nodes = _candidates(index, code, use)
         for node in nodes:
             _add(found, _owner(index, node), use, _weight(code, use))
@@ -630,6 +632,7 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
     for base in (b for b in _bases(index, code) if b.source != code.path):
         entry = found.setdefault(base.id, _Found(base.id, base))
         entry.weight += 1.0  # as if used on the line: every `self.` of the class may reach it
+        entry.inherited = True
         entry.uses[f"base {base.name}"] = None
     return found, list(external)
 
@@ -741,13 +744,18 @@ class _ClassStub:
         return "\n".join(lines)
 
 
-def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str]) -> _ClassStub:
+def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str], inherited: bool) -> _ClassStub:
+    """The class's stub: its public methods (and protected ones, `_m`, when the code's own class inherits
+    them: a subclass calls its base's helpers), those the code uses, and `__init__`."""
     table = index.stubs(cls.source).get("classes", {}).get(cls.name, {})
     header = table.get("header") or f"class {cls.name.rpartition('.')[2]}:"
     methods = [
         m
         for m in index.linker.members(cls)
-        if (last := m.name.rpartition(".")[2]) in used or last == "__init__" or not last.startswith("_")
+        if (last := m.name.rpartition(".")[2]) in used
+        or last == "__init__"
+        or not last.startswith("_")
+        or (inherited and not last.startswith("__"))
     ]
     methods.sort(key=lambda m: (m.name.rpartition(".")[2] not in used, m.start_line))
     methods = sorted(methods[:MAX_METHODS], key=lambda m: m.start_line)
@@ -773,18 +781,21 @@ def _stubs(index: CodeIndex, entry: _Found) -> tuple[str, list[str]]:
         return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in (MODULE_LINES, 12, 5) if outline))
     node = entry.node
     if isinstance(node, ClassNode):
-        stub = _class_stub(index, node, entry.members)
+        stub = _class_stub(index, node, entry.members, entry.inherited)
         return "class", list(dict.fromkeys(stub.render(level) for level in range(CLASS_LEVELS)))
     assert isinstance(node, NameNode)
     return "function", [index.signatures([node])[node.id]]
 
 
 def _module_outline(index: CodeIndex, source: str) -> list[str]:
-    """A module's public top-level functions and classes, a line each, in line order: a function's `def`
-    line(s), a class's `class` line."""
+    """A module's public top-level functions, classes and constants, a line each, in line order: a
+    function's `def` line(s), a class's `class` line, a constant's assignment."""
     functions = [n for n in index.linker.own_methods.get((source, ""), []) if not n.name.startswith("_")]
     signatures = index.signatures(functions)
     entries = [(n.start_line, _header_only(signatures[n.id])) for n in functions if signatures[n.id]]
+    entries += [
+        (line, text) for name, (line, text) in index.stubs(source).get("constants", {}).items() if name[:1] != "_"
+    ]
     tables = index.stubs(source).get("classes", {})
     for name, start, _ in index.top_classes(source):
         if not name.startswith("_"):

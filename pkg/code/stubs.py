@@ -103,10 +103,21 @@ def python_stubs(text: str) -> dict[str, Any]:
 
     visit(tree.body, "")
     constants: dict[str, list[Any]] = {}
-    for statement in tree.body:
+    for statement in _module_level(tree.body):
         for name, line in _assigned(statement, lines):
             constants.setdefault(name, [statement.lineno, line])
     return {"classes": classes, "constants": constants}
+
+
+def _module_level(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """The module's own statements, those inside a top-level `if`, `try` or `with` too (`try: import
+    orjson; loads = orjson.loads`), but not those of its functions and classes."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.If | ast.Try | ast.TryStar | ast.With):
+            nested = [*statement.body, *getattr(statement, "orelse", []), *getattr(statement, "finalbody", [])]
+            nested += [s for handler in getattr(statement, "handlers", []) for s in handler.body]
+            yield from _module_level(nested)
 
 
 def first_lines(text: str, classes: Sequence[tuple[str, int, int]]) -> dict[str, Any]:

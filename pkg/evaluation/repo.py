@@ -361,8 +361,9 @@ def body_parses(body: str) -> bool:
 
 
 def defines(context: str, name: str) -> bool:
-    """Whether context text holds a definition of `name`: `def NAME`, `class NAME` or `NAME =` (annotated too)."""
-    pattern = rf"^\s*(?:(?:async\s+)?def|class)\s+{re.escape(name)}\b|^\s*{re.escape(name)}\s*(?::[^=\n]*)?="
+    """Whether context text holds a definition of `name`: `def NAME`, `class NAME`, `NAME =` or a field's
+    `self.NAME =` (annotated too)."""
+    pattern = rf"^\s*(?:(?:async\s+)?def|class)\s+{re.escape(name)}\b|^\s*(?:self\.)?{re.escape(name)}\s*(?::[^=\n]*)?="
     return re.search(pattern, context, re.MULTILINE) is not None
 
 
