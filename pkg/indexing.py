@@ -14,10 +14,9 @@ import numpy as np
 from ingest.link import link_edges
 from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variants
 from pkg.embedders import CachedEmbedder, Embedder
-from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
+from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Node
 from pkg.progress import Progress, no_progress
-from pkg.schema import ClassNode, FileNode, NameNode
-from pkg.stores.base import GraphStore
+from pkg.stores.base import GraphStore, code_tables
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -133,10 +132,7 @@ def _embed_corpus(
 def link_store(store: GraphStore) -> int:
     """Recompute the edges between files (CALLS, INHERITS, FILE→FILE IMPORTS) over everything the
     store holds, replacing those it had; how many there are now."""
-    files = [r for r in store.label_records(Label.FILE) if isinstance(r, FileNode)]
-    classes = [r for r in store.label_records(Label.CLASS) if isinstance(r, ClassNode)]
-    names = [r for r in store.label_records(Label.NAME) if isinstance(r, NameNode)] if files else []
-    edges = link_edges(files, classes, names)
+    edges = link_edges(*code_tables(store))
     store.replace_links(edges)
     return len(edges)
 

@@ -39,9 +39,9 @@ from pkg.code.languages import language_for
 from pkg.code.signatures import signature
 from pkg.code.syntax_tree import parse_python
 from pkg.errors import ConfigError
-from pkg.graph import Label, text_hash
+from pkg.graph import text_hash
 from pkg.schema import ClassNode, FileNode, NameNode
-from pkg.stores.base import GraphStore
+from pkg.stores.base import GraphStore, code_tables
 from retrieval.tokenize import estimate_tokens
 
 #: Tokens of context by default: a quarter of a 2k-token prompt.
@@ -135,13 +135,9 @@ class CodeIndex:
     def __init__(self, store: GraphStore, state: str) -> None:
         self.store = store
         self.state = state
-        files = [r for r in store.label_records(Label.FILE) if isinstance(r, FileNode)]
-        classes = [r for r in store.label_records(Label.CLASS) if isinstance(r, ClassNode)]
-        names = [r for r in store.label_records(Label.NAME) if isinstance(r, NameNode)] if files else []
+        files, classes, names = code_tables(store)
         self.linker = Linker(files, classes, names)
         self.files = {f.source: f for f in files}
-        self.classes = {c.id: c for c in classes}
-        self.names = {n.id: n for n in names}
         self._signatures: dict[str, str] = {}
         self._refs: dict[str, dict[str, Any]] = {}
         self._tops: dict[str, list[tuple[str, int, int]]] = {}
@@ -669,7 +665,7 @@ def _ranked(index: CodeIndex, found: dict[str, _Found]) -> list[tuple[_Found, fl
     graph.add_nodes_from(found)
     functions = [f.node.id for f in found.values() if isinstance(f.node, NameNode)]
     for edge in index.store.calls(functions, callers=False) if functions else []:
-        callee = index.names.get(edge.other_id)
+        callee = index.linker.name_of.get(edge.other_id)
         if callee is None:
             continue
         target, member = _owner(index, callee)

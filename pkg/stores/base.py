@@ -10,7 +10,7 @@ import numpy as np
 
 from pkg.errors import EmbedderMismatchError
 from pkg.graph import Edge, EmbedderInfo, Label, Node, SourceRecord, Span
-from pkg.schema import TEXT_LABELS, NameNode, NodeRecord
+from pkg.schema import TEXT_LABELS, ClassNode, FileNode, NameNode, NodeRecord
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,14 @@ class GraphStore(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def code_tables(store: GraphStore) -> tuple[list[FileNode], list[ClassNode], list[NameNode]]:
+    """The FILE, CLASS and NAME records a store holds (no NAME without a FILE): the linking pass's tables."""
+    files = [r for r in store.label_records(Label.FILE) if isinstance(r, FileNode)]
+    classes = [r for r in store.label_records(Label.CLASS) if isinstance(r, ClassNode)]
+    names = [r for r in store.label_records(Label.NAME) if isinstance(r, NameNode)] if files else []
+    return files, classes, names
 
 
 def require_text_label(label: Label) -> None:
