@@ -1,13 +1,15 @@
 """Context recall of the repository benchmark's arms, without generation: for every task, the share of the
 symbols of other files its reference body uses whose definition the arm's context holds, per stratum,
 budget and `--names`; how often the auto gate lets context through; the context's size; context_at's time.
+For the definitions arms, each missed symbol is `cut` (its definition is in the arm's context at an
+unbounded budget, ranked below what filled the budget) or `unresolved` (not even then).
 
 Writes repo-context-<timestamp>.json (repo-context-pilot-… with --pilot). The definitions arms need
 no embedder; the similarity arm measured here is BM25 over chunks (the PKGs are built with the static
 embedder, fast, which BM25 does not use).
 Tokens are estimated (word/punctuation tokens), not the generator's.
 
-    python bench/bench_repo_context.py [--pilot] [--db DIR]
+    python bench/bench_repo_context.py [--pilot] [--db DIR] [--arms defs,...] [--budgets 256,512]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from statistics import mean
 
@@ -35,12 +38,16 @@ from pkg.knowledge_base import KnowledgeBase  # noqa: E402
 BUDGETS = (128, 256, 512)
 NAMES = ("near", "all")
 ARMS = ("defs", "defs+func", "bm25-chunk")
+#: A budget no definitions context reaches: what the arm would hold if nothing were cut.
+UNBOUNDED = 1_000_000
 
 
 def measure(tasks: Sequence[RepoTask], kbs: Mapping[str, KnowledgeBase], arm: str, settings: ContextSettings) -> dict:
     """Context recall (micro, over needed symbols), the auto gate's pass rate, tokens and seconds per task
     (the definitions arms: context_at twice, once per gate; warm after the first task of a package)."""
     by_stratum: dict[str, list[tuple[int, int, bool, int, float]]] = {CROSS_FILE: [], IN_FILE: []}
+    missed = {"cut": 0, "unresolved": 0}
+    gates = REPO_ARMS[arm].definitions
     for task in tasks:
         started = time.perf_counter()
         context = arm_context(settings, kbs[task.repository], REPO_ARMS[arm], task)
@@ -48,8 +55,13 @@ def measure(tasks: Sequence[RepoTask], kbs: Mapping[str, KnowledgeBase], arm: st
         found = sum(defines(context.text, n.short) for n in task.needs)
         tokens = settings.count_tokens(context.text) if context.snippets else 0
         by_stratum[task.stratum].append((len(task.needs), found, context.gated is None, tokens, seconds))
-    gates = REPO_ARMS[arm].definitions
-    return {stratum: _row(rows, gates) for stratum, rows in by_stratum.items() if rows}
+        if gates and found < len(task.needs):
+            unbounded = arm_context(replace(settings, budget=UNBOUNDED), kbs[task.repository], REPO_ARMS[arm], task)
+            for needed in task.needs:
+                if not defines(context.text, needed.short):
+                    missed["cut" if defines(unbounded.text, needed.short) else "unresolved"] += 1
+    rows = {stratum: _row(rows, gates) for stratum, rows in by_stratum.items() if rows}
+    return {**rows, "missed": missed} if gates else rows
 
 
 def _row(rows: Sequence[tuple[int, int, bool, int, float]], gates: bool) -> dict:
@@ -68,6 +80,8 @@ def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--pilot", action="store_true", help="only the pilot's 60 tasks")
     parser.add_argument("--db", type=Path, default=Path("repo-context-pkg"), help="where the packages' PKGs go")
+    parser.add_argument("--arms", default=",".join(ARMS), help="the arms to measure, comma-separated")
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="token budgets, comma-separated")
     args = parser.parse_args()
     tasks = load_repo_tasks(per_stratum=PILOT_PER_STRATUM if args.pilot else PER_STRATUM)
     started = time.perf_counter()
@@ -79,8 +93,8 @@ def main() -> None:
             package: stack.enter_context(KnowledgeBase(args.db / package, embedder="static"))
             for package in dict.fromkeys(t.repository for t in tasks)
         }
-        for arm in ARMS:
-            for budget in BUDGETS:
+        for arm in args.arms.split(","):
+            for budget in map(int, args.budgets.split(",")):
                 for names in NAMES if REPO_ARMS[arm].definitions else NAMES[:1]:
                     key = f"{arm} budget={budget} names={names}"
                     results[key] = measure(tasks, kbs, arm, ContextSettings(budget, names))

@@ -58,6 +58,8 @@ DOC_CHARS = 100
 CLASS_LEVELS = 6
 #: Lines of a module's outline at most (its public functions and classes).
 MODULE_LINES = 24
+#: A module's outline weighs this share of its uses when some of them name a definition of it.
+OUTLINE_SHARE = 0.5
 #: Methods shown in a class stub at most (public ones and __init__, in line order; used ones first).
 MAX_METHODS = 16
 _BUILTINS = frozenset(dir(builtins))
@@ -530,11 +532,14 @@ def _constant(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str, 
     """A module-level constant of another file that the use names through an import (`from m import C`,
     `import m; m.C`), following one re-export."""
     head, _, rest = use.dotted.partition(".")
+    member = rest.partition(".")[0]
     for module, attr in code.imports.get(head, []):
-        name = attr if attr else rest.partition(".")[0]
-        if name:
-            found = _module_constant(index, module, name, hops=2)
-            if found:
+        # `from m import C`; `import m` then `m.C`; `from pkg import m` then `m.C`
+        tries = [(module, attr)] if attr else [(module, member)]
+        if attr and member:
+            tries.append((f"{module}.{attr}", member))
+        for where, name in tries:
+            if name and (found := _module_constant(index, where, name, hops=2)):
                 return found
     return None
 
@@ -574,8 +579,8 @@ def _with_stored_imports(index: CodeIndex, code: CodeAtHand) -> None:
 
 
 def _module(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str] | None:
-    """A module of the corpus that the use names as a whole (`import m as z; z`, `from pkg import m`),
-    when nothing in it resolved: what the code may take from it is unknown, so it gets the module's outline."""
+    """A module of the corpus that the use reaches through a name bound to it (`import m as z; z.f`,
+    `from pkg import m; m`): what else the code may take from it is unknown, so it gets the module's outline."""
     head, _, rest = use.dotted.partition(".")
     for module, attr in code.imports.get(head, []):
         names = [f"{module}.{attr}"] if attr else [module, f"{module}.{rest.partition('.')[0]}"]
@@ -613,20 +618,22 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
         nodes = _candidates(index, code, use)
         for node in nodes:
             _add(found, _owner(index, node), use, _weight(code, use))
-        if nodes:
-            continue
-        if constant := _constant(index, code, use):
+        if not nodes and (constant := _constant(index, code, use)):
             key = f"constant:{constant[0]}:{constant[1]}"
             entry = found.setdefault(key, _Found(key, None, constant))
-        elif module := _module(index, code, use):
+            entry.uses[use.dotted] = None
+            entry.weight += _weight(code, use)
+        if module := _module(index, code, use):
             key = f"module:{module[0]}"
             entry = found.setdefault(key, _Found(key, None, module=module))
-        else:
-            continue
-        entry.uses[use.dotted] = None
-        entry.weight += _weight(code, use)
-    named = {_source(f) for f in found.values() if f.module is None}  # an outline only where nothing is named
-    found = {key: f for key, f in found.items() if f.module is None or f.module[0] not in named}
+            entry.uses[use.dotted] = None
+            entry.weight += _weight(code, use)
+    # a module used as a namespace: its outline lists what else the code may take from it, below what the
+    # code names of it
+    named = {_source(f) for f in found.values() if f.module is None}
+    for entry in found.values():
+        if entry.module is not None and entry.module[0] in named:
+            entry.weight *= OUTLINE_SHARE
     for base in (b for b in _bases(index, code) if b.source != code.path):
         entry = found.setdefault(base.id, _Found(base.id, base))
         entry.weight += 1.0  # as if used on the line: every `self.` of the class may reach it
@@ -771,12 +778,13 @@ def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str], inherited: boo
     )
 
 
-def _stubs(index: CodeIndex, entry: _Found) -> tuple[str, list[str]]:
-    """The definition's kind and its stub at each level of detail, most detailed first."""
+def _stubs(index: CodeIndex, entry: _Found, shown: set[str]) -> tuple[str, list[str]]:
+    """The definition's kind and its stub at each level of detail, most detailed first (a module's
+    outline without the names `shown` already)."""
     if entry.constant is not None:
         return "constant", [entry.constant[3]]
     if entry.module is not None:
-        outline = _module_outline(index, entry.module[0])
+        outline = [text for name, text in _module_outline(index, entry.module[0]) if name not in shown]
         return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in (MODULE_LINES, 12, 5) if outline))
     node = entry.node
     if isinstance(node, ClassNode):
@@ -786,21 +794,21 @@ def _stubs(index: CodeIndex, entry: _Found) -> tuple[str, list[str]]:
     return "function", [index.signatures([node])[node.id]]
 
 
-def _module_outline(index: CodeIndex, source: str) -> list[str]:
-    """A module's public top-level functions, classes and constants, a line each, in line order: a
+def _module_outline(index: CodeIndex, source: str) -> list[tuple[str, str]]:
+    """A module's public top-level functions, classes and constants, a (name, line) each, in line order: a
     function's `def` line(s), a class's `class` line, a constant's assignment."""
     functions = [n for n in index.linker.own_methods.get((source, ""), []) if not n.name.startswith("_")]
     signatures = index.signatures(functions)
-    entries = [(n.start_line, _header_only(signatures[n.id])) for n in functions if signatures[n.id]]
+    entries = [(n.start_line, n.name, _header_only(signatures[n.id])) for n in functions if signatures[n.id]]
     entries += [
-        (line, text) for name, (line, text) in index.stubs(source).get("constants", {}).items() if name[:1] != "_"
+        (line, name, text) for name, (line, text) in index.stubs(source).get("constants", {}).items() if name[:1] != "_"
     ]
     tables = index.stubs(source).get("classes", {})
     for name, start, _ in index.top_classes(source):
         if not name.startswith("_"):
             header = tables.get(name, {}).get("header") or f"class {name}:"
-            entries.append((start, header.splitlines()[-1] + " ..."))
-    return [text for _, text in sorted(entries)]
+            entries.append((start, name, header.splitlines()[-1] + " ..."))
+    return [(name, text) for _, name, text in sorted(entries)]
 
 
 def _header_only(signature_text: str) -> str:
@@ -868,6 +876,17 @@ def _source(entry: _Found) -> str:
     return entry.constant[0] if entry.constant else entry.node.source if entry.node else ""
 
 
+@dataclass
+class _Pick:
+    """A definition `_fit` keeps: its stubs (most detailed first, with their token counts) and the one shown."""
+
+    entry: _Found
+    score: float
+    kind: str
+    levels: list[tuple[str, int]]
+    level: int
+
+
 def _fit(
     index: CodeIndex,
     ranked: Sequence[tuple[_Found, float]],
@@ -876,23 +895,34 @@ def _fit(
     here: str,
     exclude: frozenset[str],
 ) -> list[Definition]:
-    """The ranked definitions that fit the budget with their file headers; a class trimmed before dropped."""
-    chosen: list[Definition] = []
-    headers: set[str] = set()
+    """The ranked definitions that fit the budget with their file headers: first each at its least detail
+    (in rank order, while they fit), then each in rank order at the most detail that what is left allows
+    (a class trimmed rather than another definition dropped)."""
+    picks: list[_Pick] = []
+    shown: dict[str, set[str]] = {}  # the names picked so far, by file (a module's outline leaves them out)
     used = 0
     for entry, score in ranked:
         source = _source(entry)
         if source == here or source in exclude:
             continue
-        kind, levels = _stubs(index, entry)
-        header = 0 if source in headers else count(_header(source, here)) + 1
-        for stub in levels:
-            if stub and used + header + count(stub) + 1 <= budget:
-                chosen.append(_definition(entry, kind, stub, score))
-                headers.add(source)
-                used += header + count(stub) + 1
-                break
-    return chosen
+        kind, stubs = _stubs(index, entry, shown.get(source, set()))
+        levels = [(stub, count(stub) + 1) for stub in stubs if stub]
+        header = 0 if source in shown else count(_header(source, here)) + 1
+        if levels and used + header + levels[-1][1] <= budget:
+            picks.append(_Pick(entry, score, kind, levels, len(levels) - 1))
+            shown.setdefault(source, set()).add(_last_name(entry))
+            used += header + levels[-1][1]
+    for pick in picks:
+        least = pick.levels[pick.level][1]
+        pick.level = next(i for i, (_, cost) in enumerate(pick.levels) if used - least + cost <= budget)
+        used += pick.levels[pick.level][1] - least
+    return [_definition(p.entry, p.kind, p.levels[p.level][0], p.score) for p in picks]
+
+
+def _last_name(entry: _Found) -> str:
+    if entry.constant is not None:
+        return entry.constant[1]
+    return entry.node.name.rpartition(".")[2] if entry.node is not None else ""
 
 
 def _definition(entry: _Found, kind: str, stub: str, score: float) -> Definition:
@@ -921,13 +951,14 @@ def display_path(source: str, here: str) -> str:
 
 
 def render(definitions: Sequence[Definition], here: str = "") -> str:
-    """The stubs grouped by file under a `# path` header, files in rank order, definitions in line order."""
+    """The stubs grouped by file under a `# path` header, files in rank order, definitions in line order
+    (a module's outline, the rest of what it offers, last)."""
     by_file: dict[str, list[Definition]] = {}
     for definition in definitions:
         by_file.setdefault(definition.path, []).append(definition)
     blocks = []
     for source, group in by_file.items():
-        stubs = [d.stub for d in sorted(group, key=lambda d: d.lines)]
+        stubs = [d.stub for d in sorted(group, key=lambda d: (d.kind == "module", d.lines))]
         blocks.append("\n".join([_header(source, here), *stubs]))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 

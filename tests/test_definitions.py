@@ -43,9 +43,12 @@ def test_a_function_gets_the_definitions_it_imports(kb: KnowledgeBase) -> None:
     found = kb.context_at(_at("pricing.py"), 9)
     assert found.gated is None
     named = _named(found.definitions)
-    # Record, Cart's base, is no name of checkout's: PageRank reaches it from Cart, below what the code uses
-    assert set(named) == {"Cart", "TAX_RATE", "round_money", "Record"}
-    assert named["Record"].score < min(d.score for d in found.definitions if d.name != "Record")
+    # Record, Cart's base, is no name of checkout's: PageRank reaches it from Cart, below what the code uses;
+    # shop.util, the module `u` stands for, gets an outline of what else it offers, below what u. names
+    assert set(named) == {"Cart", "TAX_RATE", "round_money", "Record", "shop.util"}
+    assert named["Record"].score < min(d.score for d in found.definitions if d.name not in ("Record", "shop.util"))
+    assert named["shop.util"].score < named["round_money"].score
+    assert named["shop.util"].stub == "def unused_helper(x): ..."  # round_money: its own stub, not twice
     assert (named["round_money"].path, named["round_money"].lines, named["round_money"].kind) == (
         _at("util.py"),
         (1, 3),
@@ -83,7 +86,7 @@ def test_the_gate_gives_nothing_to_code_that_needs_nothing_from_elsewhere(kb: Kn
     assert gated.gated and "own file" in gated.gated
     assert kb.context_at(_at("pricing.py"), 14, gate="always").definitions == []
     everything = kb.context_at(_at("pricing.py"), 14, names="all", gate="always")
-    assert {d.name for d in everything.definitions} == {"Cart", "TAX_RATE", "round_money", "Record"}
+    assert {d.name for d in everything.definitions} == {"Cart", "TAX_RATE", "round_money", "Record", "shop.util"}
     outside = kb.context_at(_at("x.py"), 2, "import os\nos.getcwd()\n")
     assert outside.gated and "none of the 1 names" in outside.gated  # os.getcwd; the import binds, it is no use
 
@@ -106,7 +109,8 @@ def test_a_tight_budget_trims_a_class_before_dropping_it(kb: KnowledgeBase) -> N
     tight = kb.context_at(str(SHOP / "fill.py"), 5, code, budget=estimate_tokens(full))  # the header no longer fits
     assert 0 < tight.tokens <= estimate_tokens(full)
     trimmed = _named(tight.definitions)["Cart"].stub
-    assert trimmed != full and trimmed.startswith("class Cart(Record):") and "def total(self)" in trimmed
+    assert trimmed != full and trimmed.startswith("class Cart(Record):")
+    assert "Record" in _named(tight.definitions)  # Cart's base, at its least detail, rather than Cart in full
     outline = 'class Cart(Record):\n    """Items a customer is about to buy."""\n    ...'
     just = kb.context_at(str(SHOP / "fill.py"), 5, code, budget=estimate_tokens(f"# shop/models.py\n{outline}") + 2)
     assert [d.stub for d in just.definitions] == [outline]  # the last level: the header and docstring line
@@ -127,10 +131,10 @@ def test_bad_input_is_one_clear_error(kb: KnowledgeBase) -> None:
 def test_the_defs_modes_answer_a_query_of_code(kb: KnowledgeBase) -> None:
     code = "import shop.util as u\nfrom shop.models import Cart\n\ndef pay(cart: Cart):\n    return u.round_money(1)\n"
     results = kb.query(code, "defs", k=5).results
-    assert {r.name for r in results} == {"Cart", "round_money", "Record"}  # Record: Cart's base
+    assert {r.name for r in results} == {"Cart", "round_money", "Record", "shop.util"}  # Record: Cart's base
     assert all(r.kind == "DEFINITION" and r.text == r.pruned_text for r in results)
     hidden = kb.query(code, "defs", k=5, options=Options(exclude_sources=frozenset({_at("models.py")}))).results
-    assert [r.name for r in hidden] == ["round_money"]  # Cart hidden, and Record, reached only through it
+    assert {r.name for r in hidden} == {"round_money", "shop.util"}  # Cart hidden, and Record, reached through it
     both = kb.query(code, "defs+func", k=5).results
     assert [r.name for r in both[:-1]] == [r.name for r in results] and both[-1].kind == "IMPL"
 
@@ -183,7 +187,7 @@ def test_an_excerpt_of_an_indexed_file_binds_the_files_imports(kb: KnowledgeBase
     excerpt = "    # ...\n    def pay(cart):\n        return u.round_money(cart.total() * (1 + TAX_RATE))\n"
     found = kb.context_at(_at("pricing.py"), 3, excerpt)
     # cart.total(): `total` is the corpus's one method of that name (the resolver's name-only tier)
-    assert {d.name for d in found.definitions} == {"round_money", "TAX_RATE", "Cart", "Record"}
+    assert {d.name for d in found.definitions} == {"round_money", "TAX_RATE", "Cart", "Record", "shop.util"}
     assert kb.context_at(_at("pricing.py"), 2, "def twice(v):\n    return double(v)\n").gated  # double: the file's
 
 
@@ -201,19 +205,31 @@ def test_a_module_used_as_a_whole_gets_its_outline(kb: KnowledgeBase) -> None:
     assert (module.name, module.kind, module.path) == ("shop.util", "module", _at("util.py"))
     assert module.stub == "def round_money(amount: float) -> float: ...\ndef unused_helper(x): ..."
     named = kb.context_at(str(SHOP / "pay.py"), 5, code.replace("return util", "return util.round_money(amount)"))
-    assert [d.name for d in named.definitions] == ["round_money"]  # a name of it resolves: that definition alone
+    # a name of it resolves: that definition first, then the rest of the outline (what else util. offers)
+    assert [(d.name, d.stub) for d in named.definitions] == [
+        ("round_money", ROUND_MONEY),
+        ("shop.util", "def unused_helper(x): ..."),
+    ]
+    assert named.definitions[0].score > named.definitions[1].score
 
 
-def test_imports_nothing_uses_yet_count_as_used_on_the_line(kb: KnowledgeBase) -> None:
-    """A function just begun (its docstring written, no body yet): the names the file imports but uses
-    nowhere are there for it, so even `near` defines them (an import used elsewhere is no such name); but
-    the gate opens only for names the code uses."""
-    code = (
-        "from shop.models import TAX_RATE, Cart\nfrom shop.util import round_money\n\n\n"
-        "def rate():\n    return TAX_RATE\n\n\n"
-        'def pay(cart):\n    """Pay for the cart."""\n'
-    )
-    found = kb.context_at(str(SHOP / "pay.py"), 10, code, gate="always")
-    assert {d.name for d in found.definitions} - {"Record"} == {"Cart", "round_money"}
-    assert sorted(found.used) == ["Cart", "round_money"]
-    assert "own file" in (kb.context_at(str(SHOP / "pay.py"), 10, code).gated or "")  # imports open no gate
+def test_a_constant_of_a_module_imported_from_its_package(kb: KnowledgeBase) -> None:
+    """`from shop import models`, then `models.TAX_RATE`: the constant's own line, as for `import shop.models`."""
+    code = "from shop import models\n\n\ndef tax(amount):\n    return amount * models.TAX_RATE\n"
+    found = _named(kb.context_at(str(SHOP / "tax.py"), 5, code).definitions)
+    assert (found["TAX_RATE"].kind, found["TAX_RATE"].stub) == ("constant", "TAX_RATE = 0.2")
+    assert found["TAX_RATE"].score > found["shop.models"].score and "TAX_RATE" not in found["shop.models"].stub
+
+
+def test_a_tight_budget_shortens_the_first_definitions_before_dropping_later_ones(kb: KnowledgeBase) -> None:
+    """Cart and round_money do not both fit in full: Cart, ranked first, is trimmed so that round_money is
+    there too, rather than Cart in full alone."""
+    code = "import shop.util as u\nfrom shop.models import Cart\n\nSTART = u.round_money(0)\n" + "\n" * 30
+    code += "def fill(cart: Cart):\n    cart.add(None)\n"
+    line, where = len(code.splitlines()), str(SHOP / "fill.py")
+    full = _named(kb.context_at(where, line, code, budget=4096, names="all").definitions)
+    assert full["Cart"].score > full["round_money"].score
+    budget = estimate_tokens(f"# shop/models.py\n{full['Cart'].stub}\n") + 2
+    tight = _named(kb.context_at(where, line, code, budget=budget, names="all").definitions)
+    assert tight["round_money"].stub == ROUND_MONEY
+    assert tight["Cart"].stub != full["Cart"].stub and tight["Cart"].stub.startswith("class Cart(Record):")
