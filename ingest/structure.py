@@ -46,7 +46,9 @@ class Structure:
     classes: list[tuple[str, int, int]] = field(default_factory=list)  # (qualified name, first, last line)
     bases: list[tuple[str, str]] = field(default_factory=list)  # (class name, base as written)
     imports: list[tuple[str, str, str | None, int]] = field(default_factory=list)
-    calls: list[tuple[int, str]] = field(default_factory=list)  # (line, callee as written)
+    #: (line, callee as written, first line of the function whose header holds the call, else 0):
+    #: a decorator, a default or an annotation runs where the function is defined, not in it
+    calls: list[tuple[int, str, int]] = field(default_factory=list)
     facts: TypeFacts | None = None  # Python: what receivers may hold (ingest.python_types)
     declared: list[tuple[int, str, str]] = field(default_factory=list)  # other languages: (line, variable, type)
 
@@ -58,7 +60,11 @@ def file_structure(
     IMPORTS; `names` are the NAME records the file's functions got."""
     found = python_structure(source, text) if lang == "python" else tree_structure(lang, text)
     file_id = content_id(Label.FILE, source)
-    calls = [[caller.id, line, callee] for line, callee in found.calls if (caller := innermost(names, line))]
+    calls = [
+        [caller.id, line, callee]
+        for line, callee, header in found.calls
+        if (caller := innermost([n for n in names if n.start_line != header], line))
+    ]
     refs: dict[str, object] = {
         "imports": [list(i) for i in found.imports],
         "calls": calls,
@@ -163,11 +169,13 @@ class _PythonReader:
         self.found = found
         self.package = package
 
-    def visit_scope(self, node: ast.AST, prefix: str) -> None:
+    def visit_scope(self, node: ast.AST, prefix: str, header: int = 0) -> None:
         for child in ast.iter_child_nodes(node):
-            self.visit(child, prefix)
+            self.visit(child, prefix, header)
 
-    def visit(self, node: ast.AST, prefix: str) -> None:
+    def visit(self, node: ast.AST, prefix: str, header: int = 0) -> None:
+        """Record what node holds; `header`: the first line of the function whose decorators,
+        defaults or annotations node is part of (0 elsewhere)."""
         if isinstance(node, ast.ClassDef):
             name = prefix + node.name
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
@@ -179,8 +187,9 @@ class _PythonReader:
                 self.visit(statement, f"{name}.")
             return
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
-                self.visit(part, prefix)
+                self.visit(part, prefix, first)
             for statement in node.body:
                 self.visit(statement, f"{prefix}{node.name}.<locals>.")
             return
@@ -197,8 +206,8 @@ class _PythonReader:
                     self.found.imports.append((alias.asname or alias.name, module, attr, node.lineno))
         elif isinstance(node, ast.Call):
             if callee := dotted(node.func):
-                self.found.calls.append((node.lineno, callee))
-        self.visit_scope(node, prefix)
+                self.found.calls.append((node.lineno, callee, header))
+        self.visit_scope(node, prefix, header)
 
     def _absolute(self, module: str | None, level: int) -> str:
         if not level:
@@ -469,7 +478,7 @@ class _Tree:
             if child.type in self.grammar.calls:
                 callee = self.grammar.calls[child.type](child)
                 if callee and (plain := _callee(callee)):
-                    self.found.calls.append((child.start_point.row + 1, plain))
+                    self.found.calls.append((child.start_point.row + 1, plain, 0))
             if child.type in self.spec.functions:
                 inside = True
             elif not in_function and child.type in self.grammar.classes and self._has_body(child):

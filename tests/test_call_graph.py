@@ -332,6 +332,61 @@ def test_python_receivers_resolve_through_types(tmp_path: Path) -> None:
     assert accessors == {("Context.depth", 26), ("make_context", 30), ("describe", 26)}  # getter 26, setter 30
 
 
+_HEADERS = {
+    "deco.py": """\
+        def tag(name):
+            return lambda f: f
+
+
+        def default():
+            return 1
+
+
+        def outer():
+            @tag("inner")
+            def inner(x=default()):
+                return x
+
+            return inner()
+        """,
+}
+
+
+def test_decorators_and_defaults_are_called_where_the_function_is_defined(tmp_path: Path) -> None:
+    """A decorator or a default value runs in the scope that defines the function, not in it."""
+    _write(tmp_path, _HEADERS)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("outer", "tag", "local"),
+        ("outer", "default", "local"),
+        ("outer", "outer.<locals>.inner", "local"),
+    }
+
+
+_GUESSES = {
+    "stack.py": """\
+        class Stack:
+            def pop(self):
+                return None
+
+            def peek_top(self):
+                return None
+
+
+        def drain(stack, items):
+            stack.peek_top()
+            return items.pop()
+        """,
+}
+
+
+def test_an_unknown_receiver_is_guessed_only_for_names_no_builtin_type_has(tmp_path: Path) -> None:
+    """``items.pop()`` may be a list's: no name-only edge to the one ``pop`` of the corpus."""
+    _write(tmp_path, _GUESSES)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {("drain", "Stack.peek_top", "name-only")}
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
