@@ -255,7 +255,9 @@ class Linker:
         bound = "(" not in head and self._bound(f, scope, head)
         if not rest or (bound and "(" not in text):
             targets, how = self._python_target(f, _scopes(scope), text)
-            if targets or not rest:
+            if not targets and not rest:  # a variable holding a class or a function: Charset = _charset.Charset
+                return self._held(f, scope, text, line)
+            if targets:
                 return [(t, how) for t in targets]
         receiver, _, member = text.rpartition(".")
         values, how = self._values(f, scope, receiver, line)
@@ -266,6 +268,11 @@ class Linker:
         if found or values or "." in rest or "(" in text or bound or self._typed(f, scope, head):
             return found
         return list(self._unique(f, member))
+
+    def _held(self, f: _File, scope: str, name: str, line: int | None) -> list[tuple[NameNode | ClassNode, str]]:
+        """The classes and functions a variable may hold (``superinit = super().__init__``)."""
+        values, how = self._values(f, scope, name, line)
+        return [(node, _weakest(how, "inferred")) for kind, node in values if kind in "cf"]
 
     def _member_of(self, value: Value, member: str, how: str) -> list[tuple[NameNode | ClassNode, str]]:
         """What `.member` of a value is: a method through the class and its bases (and, for an

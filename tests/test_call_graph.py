@@ -387,6 +387,41 @@ def test_an_unknown_receiver_is_guessed_only_for_names_no_builtin_type_has(tmp_p
     assert _named(records, edges, Rel.CALLS) == {("drain", "Stack.peek_top", "name-only")}
 
 
+_HELD = {
+    "held.py": """\
+        class Base:
+            def __init__(self, size):
+                self.size = size
+
+
+        class Child(Base):
+            def __init__(self):
+                start = super().__init__
+                start(3)
+
+
+        Alias = Child
+
+
+        def make(cls=None):
+            if cls is None:
+                cls = Base
+            return cls(1), Alias()
+        """,
+}
+
+
+def test_a_variable_holding_a_class_or_a_function_is_called_through(tmp_path: Path) -> None:
+    """Calling a variable calls the class (its ``__init__``) or the function it holds."""
+    _write(tmp_path, _HELD)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Child.__init__", "Base.__init__", "inferred"),  # start = super().__init__
+        ("make", "Base.__init__", "inferred"),  # cls = Base
+        ("make", "Child.__init__", "inferred"),  # Alias = Child
+    }
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
