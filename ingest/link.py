@@ -81,6 +81,7 @@ class _File:
     fields: dict[tuple[str, str], list[tuple[str, str, bool]]]  # (class, attr) -> (scope, expression, class-level)
     returns: dict[str, list[str]]  # function -> expressions
     properties: dict[tuple[str, int], str]  # (function, first line) -> get|set|del
+    abstract: set[tuple[str, int]]  # (method, first line) of the methods only subclasses define
     narrowed: set[tuple[str, str]]  # (scope, name) of the names narrowed by isinstance somewhere
     accesses: list[list]  # [caller NAME id, line, receiver.attr, get|set]
     declared: dict[str, list[tuple[int, str]]]  # other languages: variable -> (line, declared type)
@@ -245,7 +246,7 @@ class Linker:
         head = self._self_alias(f, scope, head)
         if head in ("self", "cls") and own is not None and "." not in rest:
             found: list[tuple[NameNode | ClassNode, str]] = [(n, "self") for n in self._method(own, rest)]
-            found += [(n, "override") for n in self._overrides(own, rest) if (n, "self") not in found]
+            found = self._dispatched(found, [(n, "override") for n in self._overrides(own, rest)])
             if found or not rest:  # cls(): the class itself
                 return found or ([(own, "self")] if head == "cls" else [])
         if head == "super()" and rest and "." not in rest and own is not None:
@@ -282,20 +283,33 @@ class Linker:
             return []
         found: list[tuple[NameNode | ClassNode, str]] = [(n, how) for n in self._method(node, member)]
         if kind == "i" and how == "annotation":  # a declared type may be a subclass; a constructed one is not
-            found += [(n, "override") for n in self._overrides(node, member) if (n, how) not in found]
+            found = self._dispatched(found, [(n, "override") for n in self._overrides(node, member)])
         return found or [(c, how) for c in self.classes.get((node.source, f"{node.name}.{member}"), [])]
 
     def _property(self, f: _File, scope: str, line: int, text: str, kind: str) -> list[NameNode]:
         """The getter (get) or setter (set) that reading or writing `receiver.attr` runs."""
         receiver, _, attr = text.rpartition(".")
-        values, _ = self._values(f, scope, receiver, line)
-        return [
-            n
-            for k, cls in values
-            if k == "i" and isinstance(cls, ClassNode)
-            for n in self._method(cls, attr)
-            if self._property_kind(n) == kind
-        ]
+        values, how = self._values(f, scope, receiver, line)
+        # an instance of a declared type, or self, may be of a subclass whose property overrides
+        # the attribute (click: ParamType.arity = 1, Tuple.arity a property)
+        subclassed = how == "annotation" or self._self_alias(f, scope, receiver) == "self"
+        found = []
+        for k, cls in values:
+            if k == "i" and isinstance(cls, ClassNode):
+                found += self._method(cls, attr) + (self._overrides(cls, attr) if subclassed else [])
+        return [n for n in dict.fromkeys(found) if self._property_kind(n) == kind]
+
+    def _dispatched(
+        self, found: list[tuple[NameNode | ClassNode, str]], overrides: list[tuple[NameNode | ClassNode, str]]
+    ) -> list[tuple[NameNode | ClassNode, str]]:
+        """A method found through the class and its overrides: an abstract one left out when
+        overrides exist (it runs only on a subclass that forgot to define it)."""
+        kept = [(n, how) for n, how in found if not overrides or not self._abstract(n)]
+        return kept + [(n, how) for n, how in overrides if n not in {m for m, _ in found}]
+
+    def _abstract(self, function: NameNode | ClassNode) -> bool:
+        f = self.files.get(function.source)
+        return f is not None and (function.name, function.start_line) in f.abstract
 
     def _property_kind(self, function: NameNode) -> str | None:
         f = self.files.get(function.source)
@@ -648,6 +662,7 @@ def _parse(record: FileNode) -> _File:
         dict(fields),
         dict(returns),
         {(function, first): kind for function, first, kind in refs.get("properties", [])},
+        {(method, first) for method, first in refs.get("abstract", [])},
         {key for key, entries in types.items() if any(first for _, first, _ in entries)},
         refs.get("accesses", []),
         dict(declared),

@@ -42,6 +42,7 @@ class TypeFacts:
     returns: list[list[str]] = field(default_factory=list)  # [function, expression]
     overloads: list[list[str]] = field(default_factory=list)  # [function, signature of one @overload stub]
     properties: list[list[str | int]] = field(default_factory=list)  # [function, first line, get|set|del]
+    abstract: list[list[str | int]] = field(default_factory=list)  # [method, first line] for subclasses to define
     accesses: list[tuple[int, str, str]] = field(default_factory=list)  # (line, receiver.attr, get|set)
 
 
@@ -124,6 +125,8 @@ class _Reader:
                 if (kind := _property_kind(child)) is not None:
                     first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                     self.facts.properties.append([method, first, kind])
+                if _is_abstract(child):
+                    self.facts.abstract.append([method, min([child.lineno, *(d.lineno for d in child.decorator_list)])])
                 this = child.args.posonlyargs[:1] or child.args.args[:1]
                 nodes = list(_own_nodes(child))
                 if this and this[0].arg not in ("self", "cls") and not _is_static(child):  # def forward(__self)
@@ -298,6 +301,17 @@ def _is_static(function: Function) -> bool:
     return any(expression(d) == "staticmethod" for d in function.decorator_list)
 
 
+def _is_abstract(function: Function) -> bool:
+    """A method only for subclasses to define: ``@abstractmethod``, or a body (past its docstring)
+    that only raises NotImplementedError."""
+    if any((expression(d) or "").rpartition(".")[2] == "abstractmethod" for d in function.decorator_list):
+        return True
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
+    raised = raised.func if isinstance(raised, ast.Call) else raised
+    return raised is not None and expression(raised) == "NotImplementedError"
+
+
 def _is_classmethod(function: Function) -> bool:
     return any(expression(d) == "classmethod" for d in function.decorator_list) or function.name in (
         "__new__",
@@ -323,13 +337,32 @@ def _property_kind(function: Function) -> str | None:
     return None
 
 
+#: The built-ins that read or write an attribute named by a string: getattr(x, "name") reads x.name.
+_REFLECTION = {"getattr": "get", "hasattr": "get", "setattr": "set"}
+
+
 def accesses(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
     """(line, receiver.attr, get|set) of each attribute read or written (not called) on a readable
-    receiver: the accesses that may run a property."""
+    receiver, also through getattr, hasattr and setattr with a constant name: the accesses that may
+    run a property."""
     called: set[int] = set()
     for node in ast.walk(tree):  # breadth first: a call comes before its callee
         if isinstance(node, ast.Call):
             called.add(id(node.func))
+            if reflected := _reflected(node):
+                yield node.lineno, *reflected
         elif isinstance(node, ast.Attribute) and id(node) not in called and not isinstance(node.ctx, ast.Del):
             if text := expression(node):
                 yield node.lineno, text, "set" if isinstance(node.ctx, ast.Store) else "get"
+
+
+def _reflected(call: ast.Call) -> tuple[str, str] | None:
+    """(receiver.attr, get|set) of ``getattr(receiver, "attr"...)`` and the like."""
+    kind = _REFLECTION.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if kind is None or len(call.args) < 2:
+        return None
+    name = call.args[1]
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()):
+        return None
+    receiver = expression(call.args[0])
+    return (f"{receiver}.{name.value}", kind) if receiver else None

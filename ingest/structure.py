@@ -12,7 +12,7 @@ function whose span holds its line; calls outside every function are left out.
 returns; ``x.__class__.m`` for ``type(x).m``; ``?.m`` for a method of another receiver); Python
 imports are absolute (relative ones resolved against the file's module), ``attr`` is null for
 ``import x`` and ``local`` is ``*`` for a star import. Python files add the type facts of
-ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``overloads`` (the
+ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``abstract``, ``overloads`` (the
 signatures of the ``@overload`` stubs folded into a function) and ``accesses``
 (``[[caller NAME id, line, receiver.attr, get|set]]``); Java, C#, TypeScript and Go files add
 ``declared``: ``[[line, variable, type]]`` for the variables and parameters their functions type
@@ -114,6 +114,7 @@ def _fact_refs(facts: TypeFacts, names: Sequence[NameNode]) -> dict[str, object]
         "fields": facts.fields,
         "returns": facts.returns,
         "properties": facts.properties,
+        "abstract": facts.abstract,
         "overloads": facts.overloads,
         "accesses": [[caller, line, text, kind] for (caller, text, kind), line in seen.items()],
     }

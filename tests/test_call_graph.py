@@ -422,6 +422,72 @@ def test_a_variable_holding_a_class_or_a_function_is_called_through(tmp_path: Pa
     }
 
 
+_DISPATCH = {
+    "cmd.py": """\
+        import abc
+
+
+        class Command:
+            arity = 1
+
+            def main(self):
+                self.prepare()
+                return self.invoke()
+
+            def invoke(self):
+                \"\"\"For subclasses.\"\"\"
+                raise NotImplementedError("no")
+
+            def prepare(self):
+                raise NotImplementedError
+
+            @abc.abstractmethod
+            def close(self):
+                ...
+
+            def describe(self):
+                return hasattr(self, "label") and getattr(self, "arity")
+
+
+        class Group(Command):
+            def invoke(self):
+                return 1
+
+            def close(self):
+                return 2
+
+            @property
+            def label(self):
+                return "group"
+
+            @property
+            def arity(self):
+                return 2
+
+
+        def run(cmd: Command):
+            cmd.close()
+            return cmd.arity
+        """,
+}
+
+
+def test_abstract_methods_give_way_to_overrides_and_reflection_reads_properties(tmp_path: Path) -> None:
+    """A method only raising NotImplementedError (or @abstractmethod) is no callee when overrides
+    exist; getattr/hasattr with a constant name read a property, also one a subclass defines over a
+    class attribute."""
+    _write(tmp_path, _DISPATCH)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Command.main", "Command.prepare", "self"),  # abstract, but no subclass defines it
+        ("Command.main", "Group.invoke", "override"),
+        ("Command.describe", "Group.label", "property"),  # hasattr(self, "label")
+        ("Command.describe", "Group.arity", "property"),  # getattr(self, "arity")
+        ("run", "Group.close", "override"),
+        ("run", "Group.arity", "property"),
+    }
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
