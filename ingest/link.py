@@ -67,7 +67,9 @@ _BUILTIN_METHODS = frozenset(
 )
 _MAX_HOPS = 4  # re-exports followed through at most this many modules
 _MAX_DEPTH = 8  # type expressions followed through at most this many others
-Value = tuple[str, NameNode | ClassNode]  # ("i", class): an instance; ("c", class): the class; ("f", function)
+#: ("i", class): an instance; ("c", class): the class; ("f", function); ("e", class): a container of instances
+Value = tuple[str, NameNode | ClassNode]
+_ELEMENT_GETTERS = {"get", "pop", "setdefault"}  # a container method that returns one of its elements
 
 
 @dataclass
@@ -266,7 +268,8 @@ class Linker:
         if not found and values:  # an attribute holding a class or a function: self.formatter_class()
             held, how = self._attribute(values, member, how, 0)
             found = [(node, how) for kind, node in held if kind in "cf"]
-        if found or values or "." in rest or "(" in text or bound or self._typed(f, scope, head):
+        element = receiver.endswith(".[]")  # xs[i].m with xs unknown: guessed by name, as ?.m is
+        if found or values or (not element and ("." in rest or "(" in text or bound or self._typed(f, scope, head))):
             return found
         return list(self._unique(f, member))
 
@@ -279,7 +282,7 @@ class Linker:
         """What `.member` of a value is: a method through the class and its bases (and, for an
         instance of a declared type, the overrides in subclasses), or a nested class."""
         kind, node = value
-        if not isinstance(node, ClassNode):
+        if not isinstance(node, ClassNode) or kind == "e":
             return []
         found: list[tuple[NameNode | ClassNode, str]] = [(n, how) for n in self._method(node, member)]
         if kind == "i" and how == "annotation":  # a declared type may be a subclass; a constructed one is not
@@ -326,16 +329,25 @@ class Linker:
         if depth > _MAX_DEPTH:
             return [], _CERTAINTY[0]
         self._memo[key] = ([], _CERTAINTY[0])  # while evaluating: a cycle ends here
-        annotated = text.startswith(":")
-        segments = [(part.removesuffix("()"), part.endswith("()")) for part in text.lstrip(":").split(".")]
+        annotated, container = text.startswith(":"), text.endswith("[]") and not text.endswith(".[]")
+        chain = text.lstrip(":").removesuffix("[]") if container else text.lstrip(":")
+        segments = [(part.removesuffix("()"), part.endswith("()")) for part in chain.split(".")]
         values, how, rest = self._head(f, scope, segments, line, depth)
         for name, called in rest:
+            elements: list[Value] = [("i", node) for kind, node in values if kind == "e"]
+            values = [v for v in values if v[0] != "e"]
+            if name == "[]":  # an element: of a container whose element type is known, else unknown
+                values = elements
+                continue
             values, how = self._attribute(values, name, how, depth)
             if called:
                 values, how = self._called(values, how, depth)
+            values += elements if called and name in _ELEMENT_GETTERS else []
         if annotated:
             values = [("i", node) for kind, node in values if kind in "ic" and isinstance(node, ClassNode)]
             how = _weakest(how, "annotation")
+        if container:
+            values = [("e", node) for _, node in values]
         result = list(dict.fromkeys(values)), how
         self._memo[key] = result
         return result
@@ -414,16 +426,17 @@ class Linker:
         return aliases.pop() if aliases in ({"self"}, {"cls"}) else name
 
     def _typed(self, f: _File, scope: str, name: str) -> bool:
-        """Whether a name is a local of the scope with facts (then an unknown result is no guess)."""
+        """Whether a name is a local of the scope with facts (then an unknown result is no guess); an
+        element of a container is no such fact (what it holds is seldom known)."""
         local = self._local(f, scope, name)
-        return local is not None and any(e for e, _, _ in local[1])
+        return local is not None and any(e and not e.endswith(".[]") for e, _, _ in local[1])
 
     def _attribute(self, values: list[Value], name: str, how: str, depth: int) -> tuple[list[Value], str]:
         """The values of `.name` on each value: an attribute's facts, a property's return, a method,
         a nested class; `__class__` of an instance is its class."""
         found: list[Value] = []
         for kind, node in values:
-            if not isinstance(node, ClassNode):
+            if not isinstance(node, ClassNode) or kind == "e":
                 continue
             if name == "__class__" and kind == "i":
                 found.append(("c", node))

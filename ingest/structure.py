@@ -9,7 +9,8 @@ function whose span holds its line; calls outside every function are left out.
 ``refs`` holds ``{"imports": [[local, module, attr, line]], "calls": [[caller NAME id, line, callee]],
 "bases": [[class name, base]]}``: ``callee`` and ``base`` are dotted texts as written (``f``,
 ``self.m``, ``z.f``, ``x.m``, ``super().m``; ``C().m``, ``self.f().m`` for a method of what a call
-returns; ``x.__class__.m`` for ``type(x).m``; ``?.m`` for a method of another receiver); Python
+returns; ``xs.[].m`` for ``xs[i].m``; ``x.__class__.m`` for ``type(x).m``; ``?.m`` for a method of
+another receiver); Python
 imports are absolute (relative ones resolved against the file's module), ``attr`` is null for
 ``import x`` and ``local`` is ``*`` for a star import. Python files add the type facts of
 ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``abstract``, ``overloads`` (the
@@ -238,6 +239,8 @@ def dotted(node: ast.expr) -> str | None:
         parts.insert(0, f"{dotted(node.args[0]) or '?'}.__class__")  # type(self).m
     elif isinstance(node, ast.Call) and parts and (called := dotted(node.func)) and "?" not in called:
         parts.insert(0, f"{called}()")  # C(...).m(), self.f().m(): a method of what the call returns
+    elif isinstance(node, ast.Subscript) and parts and (held := dotted(node.value)) and "?" not in held:
+        parts.insert(0, f"{held}.[]")  # xs[i].m(): a method of an element
     elif parts:
         parts.insert(0, "?")
     return ".".join(parts) or None

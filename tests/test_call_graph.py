@@ -488,6 +488,61 @@ def test_abstract_methods_give_way_to_overrides_and_reflection_reads_properties(
     }
 
 
+_CONTAINERS = {
+    "params.py": """\
+        import typing as t
+
+
+        class Param:
+            def render(self):
+                return "p"
+
+
+        class Option(Param):
+            def render(self):
+                return "o"
+
+
+        class Command:
+            def __init__(self):
+                self.by_name: t.Dict[str, Param] = {}
+
+            def params(self) -> t.List["Param"]:
+                return []
+
+            def each(self):
+                for param in self.params():
+                    param.render()
+
+            def named(self, name):
+                return self.by_name[name].render()
+
+            def got(self, name):
+                return self.by_name.get(name).render()
+
+            def unknown(self, rows):
+                for row in rows:
+                    row.render()
+                return self[0].render()
+        """,
+}
+
+
+def test_elements_of_annotated_containers_have_the_element_type(tmp_path: Path) -> None:
+    """``List[X]``, ``Dict[K, X]``: iterating, indexing and ``.get`` give an X (or a subclass);
+    an element of an unannotated container, or of ``self``, stays unknown."""
+    _write(tmp_path, _CONTAINERS)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Command.each", "Command.params", "self"),
+        ("Command.each", "Param.render", "inferred"),  # params() -> List["Param"]
+        ("Command.named", "Param.render", "annotation"),  # self.by_name: Dict[str, Param]
+        ("Command.named", "Option.render", "override"),
+        ("Command.got", "Param.render", "annotation"),
+        ("Command.got", "Option.render", "override"),
+    }
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
