@@ -268,6 +268,8 @@ class Linker:
         if not found and values:  # an attribute holding a class or a function: self.formatter_class()
             held, how = self._attribute(values, member, how, 0)
             found = [(node, how) for kind, node in held if kind in "cf"]
+        if not found and head in ("self", "cls") and own is not None and "." not in rest:
+            return self._mixed_in(f, own, rest)
         element = receiver.endswith(".[]")  # xs[i].m with xs unknown: guessed by name, as ?.m is
         if found or values or (not element and ("." in rest or "(" in text or bound or self._typed(f, scope, head))):
             return found
@@ -277,6 +279,21 @@ class Linker:
         """The classes and functions a variable may hold (``superinit = super().__init__``)."""
         values, how = self._values(f, scope, name, line)
         return [(node, _weakest(how, "inferred")) for kind, node in values if kind in "cf"]
+
+    def _mixed_in(self, f: _File, own: ClassNode, name: str) -> list[tuple[NameNode | ClassNode, str]]:
+        """``self.m()`` when neither the class, its bases, its subclasses nor its attributes define m:
+        a mixin, joined to its partner at run time (email's headers: type(name, (cls, base), {})),
+        so the methods of that name in the file, else the package, outside the class's MRO."""
+        if name.startswith("__") or self._field(own, name, instance=True):
+            return []
+        mro = {c.name for c in self.mro(own) if c.source == own.source}
+        candidates = [
+            n
+            for n in self.by_last.get((_family(f.record.lang), name), [])
+            if "." in n.name and n.name.rpartition(".")[0] not in mro and ".<locals>." not in n.name
+        ]
+        found, tier = self._tiered(candidates, f.record)
+        return [] if tier == "name-only" else list(_marked(found, tier))
 
     def _member_of(self, value: Value, member: str, how: str) -> list[tuple[NameNode | ClassNode, str]]:
         """What `.member` of a value is: a method through the class and its bases (and, for an

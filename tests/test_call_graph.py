@@ -543,6 +543,45 @@ def test_elements_of_annotated_containers_have_the_element_type(tmp_path: Path) 
     }
 
 
+_MIXINS = {
+    "headers.py": """\
+        class BaseHeader(str):
+            def __new__(cls, name, value):
+                cls.parse(value)
+                self = str.__new__(cls, value)
+                self.callback()
+                return self
+
+
+        class DateHeader:
+            @classmethod
+            def parse(cls, value):
+                return value
+
+
+        class AddressHeader:
+            @classmethod
+            def parse(cls, value):
+                return value
+
+
+        def make(name):
+            return type("_" + name, (DateHeader, BaseHeader), {})
+        """,
+}
+
+
+def test_a_mixin_reaches_the_methods_its_partners_define_in_its_file(tmp_path: Path) -> None:
+    """``cls.parse()`` where neither the class, its bases nor its subclasses define parse: the
+    class is mixed in at run time, so each ``parse`` of the file's other classes is a candidate."""
+    _write(tmp_path, _MIXINS)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("BaseHeader.__new__", "DateHeader.parse", "ambiguous"),
+        ("BaseHeader.__new__", "AddressHeader.parse", "ambiguous"),
+    }
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
