@@ -66,11 +66,18 @@ CACHE = Path.home() / ".cache" / "pkg-bench"
 
 # Runs in a child process: the tests import the standard library as it is, under the tracer.
 _TRACER = r'''
-import json, sys, threading, unittest
+import dis, json, sys, threading, unittest
 files = set(json.loads(sys.argv[1]))
 tests, out = json.loads(sys.argv[2]), sys.argv[3]
-calls, lines, started = set(), set(), set()
+calls, lines = set(), set()
 GENERATOR = 0x20 | 0x80 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR
+RESUME = dis.opmap["RESUME"]
+
+def starting(frame):
+    """Whether a generator's frame starts (RESUME 0) rather than resumes after a yield or an await:
+    read from its code, since the ids of finished frames are reused by new ones."""
+    code, at = frame.f_code.co_code, frame.f_lasti
+    return at >= 0 and code[at] == RESUME and code[at + 1] == 0
 
 def local(frame, event, arg):
     if event == "line":
@@ -81,10 +88,8 @@ def trace(frame, event, arg):
     code = frame.f_code
     if code.co_filename not in files:
         return None
-    if code.co_flags & GENERATOR:
-        if id(frame) in started:
-            return local
-        started.add(id(frame))
+    if code.co_flags & GENERATOR and not starting(frame):
+        return local
     caller = frame.f_back
     while code.co_flags & GENERATOR and caller is not None and caller.f_code.co_filename.endswith("contextlib.py"):
         caller = caller.f_back  # a @contextmanager generator starts in contextlib: credit the `with` entering it

@@ -6,9 +6,11 @@ A fact's value is an *expression*: a dotted chain as written, each call kept as 
 (``C()``, ``self._get_formatter()``, ``ctx.obj``; ``type(x)`` is ``x.__class__``), evaluated in the
 scope that wrote it; a leading ``:`` marks an annotation (an instance of what the chain names:
 ``:Context``, ``:self`` for ``Self``). ``Optional[X]``, ``X | None``, ``Union[...]``, string
-annotations and ``type[X]`` (the class itself) are read; other generics keep their origin.
-A name bound in any other way (a loop target, an unpacking, an unreadable value) has no facts: it
-may hold anything. ``x = None`` binds nothing new.
+annotations and ``type[X]`` (the class itself) are read; a generic container's element type is
+kept as ``:X[]`` (``List[X]``, ``Iterator[X]``, ``Tuple[X, ...]``, a mapping's values), other
+generics keep their origin. ``.[]`` is an element of what comes before it: ``x[i]``, and the target
+of ``for x in xs`` is ``xs.[]``. A name bound in any other way (an unpacking, an unreadable value)
+has no facts: it may hold anything. ``x = None`` binds nothing new.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ _UNIONS = {"Optional", "Union"}
 _WRAPPERS = {"Annotated", "ClassVar", "Final"}
 _CLASS_OF = {"type", "Type"}
 _SELF = {"Self"}
+#: Generic containers, by the position of their element (a mapping's: its value) among the arguments
+_CONTAINERS = dict.fromkeys(
+    "List list Sequence MutableSequence Iterable Iterator Collection Set set FrozenSet frozenset AbstractSet "
+    "MutableSet Deque deque Generator AsyncIterator AsyncIterable".split(),
+    0,
+) | dict.fromkeys("Dict dict Mapping MutableMapping DefaultDict defaultdict OrderedDict".split(), -1)
 _GETTERS = {"property", "functools.cached_property", "cached_property", "abc.abstractproperty"}
 _MAX_UNION = 4  # more alternatives than this is not a type worth following
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -42,6 +50,7 @@ class TypeFacts:
     returns: list[list[str]] = field(default_factory=list)  # [function, expression]
     overloads: list[list[str]] = field(default_factory=list)  # [function, signature of one @overload stub]
     properties: list[list[str | int]] = field(default_factory=list)  # [function, first line, get|set|del]
+    abstract: list[list[str | int]] = field(default_factory=list)  # [method, first line] for subclasses to define
     accesses: list[tuple[int, str, str]] = field(default_factory=list)  # (line, receiver.attr, get|set)
 
 
@@ -52,6 +61,9 @@ def expression(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         base = expression(node.value)
         return f"{base}.{node.attr}" if base else None
+    if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+        base = expression(node.value)
+        return f"{base}.[]" if base else None
     if isinstance(node, ast.Call):
         if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1:
             base = expression(node.args[0])
@@ -81,6 +93,9 @@ def annotation(node: ast.expr | None) -> list[str]:
             return annotation(members[0])
         if origin in _CLASS_OF:
             return [a[1:] for a in annotation(members[0])]  # the class itself, not an instance
+        if origin in _CONTAINERS or (origin in ("Tuple", "tuple") and _is_ellipsis(members[-1])):
+            element = members[_CONTAINERS.get(origin, 0)]
+            return [f"{a}[]" for a in annotation(element) if not a.endswith("[]") and a != ":self"]
         return annotation(node.value)
     text = expression(node)
     if text is None or text == "None" or "(" in text:
@@ -124,6 +139,8 @@ class _Reader:
                 if (kind := _property_kind(child)) is not None:
                     first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
                     self.facts.properties.append([method, first, kind])
+                if _is_abstract(child):
+                    self.facts.abstract.append([method, min([child.lineno, *(d.lineno for d in child.decorator_list)])])
                 this = child.args.posonlyargs[:1] or child.args.args[:1]
                 nodes = list(_own_nodes(child))
                 if this and this[0].arg not in ("self", "cls") and not _is_static(child):  # def forward(__self)
@@ -211,6 +228,8 @@ def _bound(node: ast.AST) -> Iterator[tuple[str, ast.expr | None, bool]]:
             yield from ((n, None, False) for n in _stored(node.optional_vars))
     elif isinstance(node, ast.ExceptHandler) and node.name:
         yield node.name, node.type, True
+    elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension) and isinstance(node.target, ast.Name):
+        yield node.target.id, ast.Subscript(value=node.iter, slice=ast.Constant(0)), False  # an element
     elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension | ast.AugAssign):
         yield from ((n, None, False) for n in _stored(node.target))
 
@@ -222,6 +241,10 @@ def _stored(target: ast.AST) -> list[str]:
     if isinstance(target, ast.Tuple | ast.List):
         return [n for element in target.elts for n in _stored(element)]
     return _stored(target.value) if isinstance(target, ast.Starred) else []
+
+
+def _is_ellipsis(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
 
 
 def _is_none(node: ast.expr) -> bool:
@@ -298,6 +321,17 @@ def _is_static(function: Function) -> bool:
     return any(expression(d) == "staticmethod" for d in function.decorator_list)
 
 
+def _is_abstract(function: Function) -> bool:
+    """A method only for subclasses to define: ``@abstractmethod``, or a body (past its docstring)
+    that only raises NotImplementedError."""
+    if any((expression(d) or "").rpartition(".")[2] == "abstractmethod" for d in function.decorator_list):
+        return True
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
+    raised = raised.func if isinstance(raised, ast.Call) else raised
+    return raised is not None and expression(raised) == "NotImplementedError"
+
+
 def _is_classmethod(function: Function) -> bool:
     return any(expression(d) == "classmethod" for d in function.decorator_list) or function.name in (
         "__new__",
@@ -323,13 +357,32 @@ def _property_kind(function: Function) -> str | None:
     return None
 
 
+#: The built-ins that read or write an attribute named by a string: getattr(x, "name") reads x.name.
+_REFLECTION = {"getattr": "get", "hasattr": "get", "setattr": "set"}
+
+
 def accesses(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
     """(line, receiver.attr, get|set) of each attribute read or written (not called) on a readable
-    receiver: the accesses that may run a property."""
+    receiver, also through getattr, hasattr and setattr with a constant name: the accesses that may
+    run a property."""
     called: set[int] = set()
     for node in ast.walk(tree):  # breadth first: a call comes before its callee
         if isinstance(node, ast.Call):
             called.add(id(node.func))
+            if reflected := _reflected(node):
+                yield node.lineno, *reflected
         elif isinstance(node, ast.Attribute) and id(node) not in called and not isinstance(node.ctx, ast.Del):
             if text := expression(node):
                 yield node.lineno, text, "set" if isinstance(node.ctx, ast.Store) else "get"
+
+
+def _reflected(call: ast.Call) -> tuple[str, str] | None:
+    """(receiver.attr, get|set) of ``getattr(receiver, "attr"...)`` and the like."""
+    kind = _REFLECTION.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if kind is None or len(call.args) < 2:
+        return None
+    name = call.args[1]
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()):
+        return None
+    receiver = expression(call.args[0])
+    return (f"{receiver}.{name.value}", kind) if receiver else None

@@ -9,10 +9,11 @@ function whose span holds its line; calls outside every function are left out.
 ``refs`` holds ``{"imports": [[local, module, attr, line]], "calls": [[caller NAME id, line, callee]],
 "bases": [[class name, base]]}``: ``callee`` and ``base`` are dotted texts as written (``f``,
 ``self.m``, ``z.f``, ``x.m``, ``super().m``; ``C().m``, ``self.f().m`` for a method of what a call
-returns; ``x.__class__.m`` for ``type(x).m``; ``?.m`` for a method of another receiver); Python
+returns; ``xs.[].m`` for ``xs[i].m``; ``x.__class__.m`` for ``type(x).m``; ``?.m`` for a method of
+another receiver); Python
 imports are absolute (relative ones resolved against the file's module), ``attr`` is null for
 ``import x`` and ``local`` is ``*`` for a star import. Python files add the type facts of
-ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``overloads`` (the
+ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``abstract``, ``overloads`` (the
 signatures of the ``@overload`` stubs folded into a function) and ``accesses``
 (``[[caller NAME id, line, receiver.attr, get|set]]``); Java, C#, TypeScript and Go files add
 ``declared``: ``[[line, variable, type]]`` for the variables and parameters their functions type
@@ -46,7 +47,9 @@ class Structure:
     classes: list[tuple[str, int, int]] = field(default_factory=list)  # (qualified name, first, last line)
     bases: list[tuple[str, str]] = field(default_factory=list)  # (class name, base as written)
     imports: list[tuple[str, str, str | None, int]] = field(default_factory=list)
-    calls: list[tuple[int, str]] = field(default_factory=list)  # (line, callee as written)
+    #: (line, callee as written, first line of the function whose header holds the call, else 0):
+    #: a decorator, a default or an annotation runs where the function is defined, not in it
+    calls: list[tuple[int, str, int]] = field(default_factory=list)
     facts: TypeFacts | None = None  # Python: what receivers may hold (ingest.python_types)
     declared: list[tuple[int, str, str]] = field(default_factory=list)  # other languages: (line, variable, type)
 
@@ -58,7 +61,11 @@ def file_structure(
     IMPORTS; `names` are the NAME records the file's functions got."""
     found = python_structure(source, text) if lang == "python" else tree_structure(lang, text)
     file_id = content_id(Label.FILE, source)
-    calls = [[caller.id, line, callee] for line, callee in found.calls if (caller := innermost(names, line))]
+    calls = [
+        [caller.id, line, callee]
+        for line, callee, header in found.calls
+        if (caller := innermost([n for n in names if n.start_line != header], line))
+    ]
     refs: dict[str, object] = {
         "imports": [list(i) for i in found.imports],
         "calls": calls,
@@ -108,6 +115,7 @@ def _fact_refs(facts: TypeFacts, names: Sequence[NameNode]) -> dict[str, object]
         "fields": facts.fields,
         "returns": facts.returns,
         "properties": facts.properties,
+        "abstract": facts.abstract,
         "overloads": facts.overloads,
         "accesses": [[caller, line, text, kind] for (caller, text, kind), line in seen.items()],
     }
@@ -163,11 +171,13 @@ class _PythonReader:
         self.found = found
         self.package = package
 
-    def visit_scope(self, node: ast.AST, prefix: str) -> None:
+    def visit_scope(self, node: ast.AST, prefix: str, header: int = 0) -> None:
         for child in ast.iter_child_nodes(node):
-            self.visit(child, prefix)
+            self.visit(child, prefix, header)
 
-    def visit(self, node: ast.AST, prefix: str) -> None:
+    def visit(self, node: ast.AST, prefix: str, header: int = 0) -> None:
+        """Record what node holds; `header`: the first line of the function whose decorators,
+        defaults or annotations node is part of (0 elsewhere)."""
         if isinstance(node, ast.ClassDef):
             name = prefix + node.name
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
@@ -179,8 +189,9 @@ class _PythonReader:
                 self.visit(statement, f"{name}.")
             return
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
-                self.visit(part, prefix)
+                self.visit(part, prefix, first)
             for statement in node.body:
                 self.visit(statement, f"{prefix}{node.name}.<locals>.")
             return
@@ -197,8 +208,8 @@ class _PythonReader:
                     self.found.imports.append((alias.asname or alias.name, module, attr, node.lineno))
         elif isinstance(node, ast.Call):
             if callee := dotted(node.func):
-                self.found.calls.append((node.lineno, callee))
-        self.visit_scope(node, prefix)
+                self.found.calls.append((node.lineno, callee, header))
+        self.visit_scope(node, prefix, header)
 
     def _absolute(self, module: str | None, level: int) -> str:
         if not level:
@@ -228,6 +239,8 @@ def dotted(node: ast.expr) -> str | None:
         parts.insert(0, f"{dotted(node.args[0]) or '?'}.__class__")  # type(self).m
     elif isinstance(node, ast.Call) and parts and (called := dotted(node.func)) and "?" not in called:
         parts.insert(0, f"{called}()")  # C(...).m(), self.f().m(): a method of what the call returns
+    elif isinstance(node, ast.Subscript) and parts and (held := dotted(node.value)) and "?" not in held:
+        parts.insert(0, f"{held}.[]")  # xs[i].m(): a method of an element
     elif parts:
         parts.insert(0, "?")
     return ".".join(parts) or None
@@ -469,7 +482,7 @@ class _Tree:
             if child.type in self.grammar.calls:
                 callee = self.grammar.calls[child.type](child)
                 if callee and (plain := _callee(callee)):
-                    self.found.calls.append((child.start_point.row + 1, plain))
+                    self.found.calls.append((child.start_point.row + 1, plain, 0))
             if child.type in self.spec.functions:
                 inside = True
             elif not in_function and child.type in self.grammar.classes and self._has_body(child):

@@ -454,7 +454,7 @@ def _other_code(path: str, lang: str, text: str, line: int) -> CodeAtHand:
     refs = {"imports": [], "calls": [], "bases": [list(b) for b in found.bases]}
     record = FileNode(id="", source=path, lang=lang, fingerprint="", module=found.module, refs=json.dumps(refs))
     code = CodeAtHand(path, lang, line, record)
-    code.uses = [_Use(callee, row) for row, callee in found.calls if not callee.startswith("?")]
+    code.uses = [_Use(callee, row) for row, callee, _ in found.calls if not callee.startswith("?")]
     code.near = (max(1, line - NEAR_LINES), line + NEAR_LINES)
     return code
 

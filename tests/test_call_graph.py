@@ -332,6 +332,256 @@ def test_python_receivers_resolve_through_types(tmp_path: Path) -> None:
     assert accessors == {("Context.depth", 26), ("make_context", 30), ("describe", 26)}  # getter 26, setter 30
 
 
+_HEADERS = {
+    "deco.py": """\
+        def tag(name):
+            return lambda f: f
+
+
+        def default():
+            return 1
+
+
+        def outer():
+            @tag("inner")
+            def inner(x=default()):
+                return x
+
+            return inner()
+        """,
+}
+
+
+def test_decorators_and_defaults_are_called_where_the_function_is_defined(tmp_path: Path) -> None:
+    """A decorator or a default value runs in the scope that defines the function, not in it."""
+    _write(tmp_path, _HEADERS)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("outer", "tag", "local"),
+        ("outer", "default", "local"),
+        ("outer", "outer.<locals>.inner", "local"),
+    }
+
+
+_GUESSES = {
+    "stack.py": """\
+        class Stack:
+            def pop(self):
+                return None
+
+            def peek_top(self):
+                return None
+
+
+        def drain(stack, items):
+            stack.peek_top()
+            return items.pop()
+        """,
+}
+
+
+def test_an_unknown_receiver_is_guessed_only_for_names_no_builtin_type_has(tmp_path: Path) -> None:
+    """``items.pop()`` may be a list's: no name-only edge to the one ``pop`` of the corpus."""
+    _write(tmp_path, _GUESSES)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {("drain", "Stack.peek_top", "name-only")}
+
+
+_HELD = {
+    "held.py": """\
+        class Base:
+            def __init__(self, size):
+                self.size = size
+
+
+        class Child(Base):
+            def __init__(self):
+                start = super().__init__
+                start(3)
+
+
+        Alias = Child
+
+
+        def make(cls=None):
+            if cls is None:
+                cls = Base
+            return cls(1), Alias()
+        """,
+}
+
+
+def test_a_variable_holding_a_class_or_a_function_is_called_through(tmp_path: Path) -> None:
+    """Calling a variable calls the class (its ``__init__``) or the function it holds."""
+    _write(tmp_path, _HELD)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Child.__init__", "Base.__init__", "inferred"),  # start = super().__init__
+        ("make", "Base.__init__", "inferred"),  # cls = Base
+        ("make", "Child.__init__", "inferred"),  # Alias = Child
+    }
+
+
+_DISPATCH = {
+    "cmd.py": """\
+        import abc
+
+
+        class Command:
+            arity = 1
+
+            def main(self):
+                self.prepare()
+                return self.invoke()
+
+            def invoke(self):
+                \"\"\"For subclasses.\"\"\"
+                raise NotImplementedError("no")
+
+            def prepare(self):
+                raise NotImplementedError
+
+            @abc.abstractmethod
+            def close(self):
+                ...
+
+            def describe(self):
+                return hasattr(self, "label") and getattr(self, "arity")
+
+
+        class Group(Command):
+            def invoke(self):
+                return 1
+
+            def close(self):
+                return 2
+
+            @property
+            def label(self):
+                return "group"
+
+            @property
+            def arity(self):
+                return 2
+
+
+        def run(cmd: Command):
+            cmd.close()
+            return cmd.arity
+        """,
+}
+
+
+def test_abstract_methods_give_way_to_overrides_and_reflection_reads_properties(tmp_path: Path) -> None:
+    """A method only raising NotImplementedError (or @abstractmethod) is no callee when overrides
+    exist; getattr/hasattr with a constant name read a property, also one a subclass defines over a
+    class attribute."""
+    _write(tmp_path, _DISPATCH)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Command.main", "Command.prepare", "self"),  # abstract, but no subclass defines it
+        ("Command.main", "Group.invoke", "override"),
+        ("Command.describe", "Group.label", "property"),  # hasattr(self, "label")
+        ("Command.describe", "Group.arity", "property"),  # getattr(self, "arity")
+        ("run", "Group.close", "override"),
+        ("run", "Group.arity", "property"),
+    }
+
+
+_CONTAINERS = {
+    "params.py": """\
+        import typing as t
+
+
+        class Param:
+            def render(self):
+                return "p"
+
+
+        class Option(Param):
+            def render(self):
+                return "o"
+
+
+        class Command:
+            def __init__(self):
+                self.by_name: t.Dict[str, Param] = {}
+
+            def params(self) -> t.List["Param"]:
+                return []
+
+            def each(self):
+                for param in self.params():
+                    param.render()
+
+            def named(self, name):
+                return self.by_name[name].render()
+
+            def got(self, name):
+                return self.by_name.get(name).render()
+
+            def unknown(self, rows):
+                for row in rows:
+                    row.render()
+                return self[0].render()
+        """,
+}
+
+
+def test_elements_of_annotated_containers_have_the_element_type(tmp_path: Path) -> None:
+    """``List[X]``, ``Dict[K, X]``: iterating, indexing and ``.get`` give an X (or a subclass);
+    an element of an unannotated container, or of ``self``, stays unknown."""
+    _write(tmp_path, _CONTAINERS)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Command.each", "Command.params", "self"),
+        ("Command.each", "Param.render", "inferred"),  # params() -> List["Param"]
+        ("Command.named", "Param.render", "annotation"),  # self.by_name: Dict[str, Param]
+        ("Command.named", "Option.render", "override"),
+        ("Command.got", "Param.render", "annotation"),
+        ("Command.got", "Option.render", "override"),
+    }
+
+
+_MIXINS = {
+    "headers.py": """\
+        class BaseHeader(str):
+            def __new__(cls, name, value):
+                cls.parse(value)
+                self = str.__new__(cls, value)
+                self.callback()
+                return self
+
+
+        class DateHeader:
+            @classmethod
+            def parse(cls, value):
+                return value
+
+
+        class AddressHeader:
+            @classmethod
+            def parse(cls, value):
+                return value
+
+
+        def make(name):
+            return type("_" + name, (DateHeader, BaseHeader), {})
+        """,
+}
+
+
+def test_a_mixin_reaches_the_methods_its_partners_define_in_its_file(tmp_path: Path) -> None:
+    """``cls.parse()`` where neither the class, its bases nor its subclasses define parse: the
+    class is mixed in at run time, so each ``parse`` of the file's other classes is a candidate."""
+    _write(tmp_path, _MIXINS)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("BaseHeader.__new__", "DateHeader.parse", "ambiguous"),
+        ("BaseHeader.__new__", "AddressHeader.parse", "ambiguous"),
+    }
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
