@@ -339,23 +339,23 @@ def _compare_repo(
     )
 
 
+def _task_file_option(name: str, help_text: str) -> Any:
+    """`--NAME`, a file of lines that `pkg generate` reads with the task (into NAME_file)."""
+    path = click.Path(exists=True, dir_okay=False, path_type=Path)
+    return click.option(f"--{name}", f"{name}_file", type=path, default=None, help=help_text)
+
+
 @click.command()
 @click.argument("task")
-@click.option(
-    "--examples",
-    "examples_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="A file of examples, one a line: asserts, `f(x) == y`, or `>>> f(x)` with the "
-    "value after it or on the next line; shown to the model with a prose task.",
+@_task_file_option(
+    "examples",
+    "A file of examples, one a line: asserts, `f(x) == y`, or `>>> f(x)` with the value after it or on the "
+    "next line; shown to the model with a prose task.",
 )
-@click.option(
-    "--tests",
-    "tests_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="A file of asserts the model never sees: each candidate's result is reported separately, and "
-    "the policy counts them among its checks.",
+@_task_file_option(
+    "tests",
+    "A file of asserts the model never sees: each candidate's result is reported separately, and the policy "
+    "counts them among its checks.",
 )
 @click.option(
     "--arms",
