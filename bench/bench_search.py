@@ -15,10 +15,12 @@ summary or the function's file and qualified name. A query is answered at rank r
 of a mode is the function (for block mode: a block inside it). Modes func and hybrid (unit func) per
 embedder, block with --with-blocks (blocks are otherwise left out of the build: three quarters of its
 texts); bm25-func once. No pruning: it changes no ranking. --name-words measures a lever: each
-function's name split into words as a comment first in its body.
+function's name split into words as a comment first in its body; with --with-blocks, block mode's
+levers: --min-block-lines leaves out shorter blocks, --block-header puts the enclosing function's
+signature on top of each block's text.
 
-    python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks]
-        [--name-words] [--work DIR]
+    python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks
+        [--min-block-lines N] [--block-header]] [--name-words] [--work DIR]
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,8 +42,9 @@ from bench.corpora import SITE_PACKAGES, _is_site_test  # noqa: E402
 from bench.harness import bench_parser, machine, utc_now, write_result  # noqa: E402
 from ingest.graph_builder import UnitGraph  # noqa: E402
 from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
-from ingest.sources import MAX_FILE_BYTES  # noqa: E402
-from pkg.graph import Label  # noqa: E402
+from pkg.code.signatures import signature  # noqa: E402
+from pkg.config import MAX_FILE_BYTES  # noqa: E402
+from pkg.graph import Label, Node  # noqa: E402
 from pkg.indexing import index_corpus  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
 from pkg.stores import open_store  # noqa: E402
@@ -226,23 +229,44 @@ def choose_queries(functions: list[Function], within: int, count: int) -> list[F
     return [candidates[i * len(candidates) // count] for i in range(count)]
 
 
-def without_blocks(corpus: ParsedCorpus) -> ParsedCorpus:
-    """The corpus without BLOCK nodes and the edges that touch them."""
-    sources = []
-    for source in corpus.sources:
-        blocks = {n.id for n in source.graph.nodes if n.label is Label.BLOCK}
-        nodes = [n for n in source.graph.nodes if n.id not in blocks]
-        edges = [e for e in source.graph.edges if e.src not in blocks and e.dst not in blocks]
-        sources.append(SourceGraph(source.record, UnitGraph(nodes, edges)))
-    return ParsedCorpus(sources, corpus.deleted, corpus.report)
+@dataclass(frozen=True)
+class BlockLevers:
+    """Block mode's levers (#35 point 3): leave out blocks of fewer lines than `min_lines` (NO_BLOCKS: all of
+    them), and put the enclosing function's signature as a header on each block's embedded text."""
+
+    min_lines: int = 1
+    header: bool = False
+
+    def apply(self, corpus: ParsedCorpus) -> ParsedCorpus:
+        """The corpus with the levers applied to its BLOCK nodes (and the edges of those left out)."""
+        sources = []
+        for source in corpus.sources:
+            impls = {n.id: n for n in source.graph.nodes if n.label is Label.IMPL}
+            short = {
+                n.id
+                for n in source.graph.nodes
+                if n.label is Label.BLOCK and n.props["end_line"] - n.props["start_line"] + 1 < self.min_lines
+            }
+            nodes = [self._headed(n, impls) for n in source.graph.nodes if n.id not in short]
+            edges = [e for e in source.graph.edges if e.src not in short and e.dst not in short]
+            sources.append(SourceGraph(source.record, UnitGraph(nodes, edges)))
+        return ParsedCorpus(sources, corpus.deleted, corpus.report)
+
+    def _headed(self, node: Node, impls: dict[str, Node]) -> Node:
+        if not self.header or node.label is not Label.BLOCK:
+            return node
+        impl = impls[node.props["impl_id"]]
+        header = signature(impl.props["text"], impl.props["lang"])
+        return replace(node, props={**node.props, "text": f"{header}\n{node.props['text']}"})
 
 
-def build(kb: KnowledgeBase, store: GraphStore, corpus_dir: Path, with_blocks: bool) -> int:
-    """Build the corpus into kb (functions only, no pruning variants; blocks only when asked: they are
-    three quarters of the texts to embed); how many functions it indexed."""
-    if with_blocks:
-        return kb.build([corpus_dir], parts=("functions",), prepare_pruning=False).bm25.get("func", 0)
-    corpus = without_blocks(parse_corpus([corpus_dir], parts=("functions",), known=store.sources()))
+NO_BLOCKS = BlockLevers(min_lines=sys.maxsize)
+
+
+def build(kb: KnowledgeBase, store: GraphStore, corpus_dir: Path, levers: BlockLevers) -> int:
+    """Build the corpus into kb (functions only, no pruning variants; blocks as the levers say: without
+    --with-blocks none, they are three quarters of the texts to embed); how many functions it indexed."""
+    corpus = levers.apply(parse_corpus([corpus_dir], parts=("functions",), known=store.sources()))
     index_corpus(corpus, store, kb.embedder, prepare_pruning=False)
     return refresh_indexes(store, kb.db_dir)["func"]
 
@@ -288,10 +312,15 @@ def main() -> None:
     parser.add_argument("--embedders", default="minilm,static", help="comma-separated embedder specs")
     parser.add_argument("--name-words", action="store_true", help="lever: each function's name in words first")
     parser.add_argument("--with-blocks", action="store_true", help="build blocks too and measure block mode")
+    parser.add_argument("--min-block-lines", type=int, default=1, help="lever: blocks of fewer lines left out")
+    parser.add_argument("--block-header", action="store_true", help="lever: the function's signature atop each block")
     parser.add_argument("--work", type=Path, default=Path("/tmp/pkg-bench-search"), help="corpus, databases, cache")
     args = parser.parse_args()
     variant = f"{args.functions}{'-name-words' if args.name_words else ''}"
     corpus_dir = args.work / f"corpus-{variant}"
+    levers = BlockLevers(args.min_block_lines, args.block_header) if args.with_blocks else NO_BLOCKS
+    if args.with_blocks:
+        variant += f"-blocks-min{levers.min_lines}{'-header' if levers.header else ''}"
     started = time.perf_counter()
     functions, total = make_corpus(args.functions, corpus_dir, args.name_words)
     queries = choose_queries(functions, args.query_functions, args.queries)
@@ -304,7 +333,7 @@ def main() -> None:
         cache = args.work / "cache"
         with open_store("embedded", db, create=True) as store, KnowledgeBase(db, store, spec, cache) as kb:
             build_started = time.perf_counter()
-            indexed = build(kb, store, corpus_dir, args.with_blocks)
+            indexed = build(kb, store, corpus_dir, levers)
             build_seconds = time.perf_counter() - build_started
             print(f"{spec}: built in {build_seconds:.0f} s", file=sys.stderr, flush=True)
             modes = (*MODES, "block") if args.with_blocks else MODES
@@ -327,6 +356,7 @@ def main() -> None:
             "query_packages": len({q.package for q in queries}),
             "query_functions": args.query_functions,
             "name_words": args.name_words,
+            "block_levers": asdict(levers) if args.with_blocks else None,
         },
         "k": K,
         "embedders": runs,

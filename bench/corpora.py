@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ingest.extract import extract
-from ingest.sources import MAX_FILE_BYTES
+from pkg.config import MAX_FILE_BYTES
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 #: The site-packages of the interpreter running the bench (the project's venv under .venv/bin/python).

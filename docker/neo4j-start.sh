@@ -15,17 +15,13 @@ set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 launcher_dir="$script_dir/neo4j-embedded"
-main_class=dev.pkg.neo4j.EmbeddedNeo4j
+usage_args="[--home DIR] [--port N]"
+# shellcheck source=docker/neo4j-common.sh
+source "$script_dir/neo4j-common.sh"
 
-home="${PKG_NEO4J_HOME:-$HOME/.cache/pkg/neo4j}"
 port="${PKG_NEO4J_PORT:-7687}"
 start_timeout="${PKG_NEO4J_START_TIMEOUT:-180}"
 heap="${PKG_NEO4J_HEAP:-1g}"
-
-usage() {
-    echo "usage: $(basename "$0") [--home DIR] [--port N]" >&2
-    exit 2
-}
 
 while (($#)); do
     case "$1" in
@@ -48,11 +44,6 @@ home=$(cd "$home" && pwd)
 pid_file="$home/neo4j.pid"
 log_file="$home/neo4j.log"
 uri="bolt://127.0.0.1:$port"
-
-# True if PID is alive and is this launcher (guards against a stale pid file and PID reuse).
-is_launcher() {
-    [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null && tr "\0" " " 2>/dev/null < "/proc/$1/cmdline" | grep -q "$main_class"
-}
 
 port_open() {
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null

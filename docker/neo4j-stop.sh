@@ -7,14 +7,10 @@
 # then SIGKILLs. Exits 0 when stopped cleanly or when nothing was running, 1 if it had to SIGKILL.
 set -euo pipefail
 
-main_class=dev.pkg.neo4j.EmbeddedNeo4j
-home="${PKG_NEO4J_HOME:-$HOME/.cache/pkg/neo4j}"
+usage_args="[--home DIR]"
+# shellcheck source=docker/neo4j-common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/neo4j-common.sh"
 stop_timeout="${PKG_NEO4J_STOP_TIMEOUT:-60}"
-
-usage() {
-    echo "usage: $(basename "$0") [--home DIR]" >&2
-    exit 2
-}
 
 while (($#)); do
     case "$1" in
@@ -30,7 +26,7 @@ if [[ ! -f "$pid_file" ]]; then
 fi
 pid=$(cat "$pid_file")
 # Ignore a stale pid file, including a PID since reused by another program.
-if [[ -z "$pid" ]] || ! kill -0 "$pid" 2>/dev/null || ! tr "\0" " " 2>/dev/null < "/proc/$pid/cmdline" | grep -q "$main_class"; then
+if ! is_launcher "$pid"; then
     echo "neo4j-stop: not running (stale pid file removed)"
     rm -f "$pid_file"
     exit 0

@@ -14,21 +14,18 @@ from pathlib import Path
 from ingest.extract import extract
 from ingest.graph_builder import UnitGraph, branch_spans, chunk_graph, row_node, unit_graph
 from ingest.json_graph import json_graph
-from ingest.sources import MAX_FILE_BYTES, Skipped, Structurer, discover, read_items
+from ingest.sources import Skipped, Structurer, discover, read_items
 from ingest.structure import file_structure
 from ingest.tutorials import is_tutorial
 from pkg.code.branches import branch_variants
+from pkg.config import DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS
 from pkg.errors import ConfigError, CorpusError
 from pkg.graph import Label, Node, SourceRecord
 from pkg.progress import Progress, no_progress
 from pkg.schema import BlockNode, ImplNode, NameNode, record_of
 
-#: What a build can put in the graph: functions (NAME/IMPL/BLOCK, with the code structure FILE/CLASS/MODULE),
-#: rows (ROW), chunks (CHUNK), json (PATH/PATHVALUE of JSON files, JSONL rows and tutorials).
-PARTS = ("functions", "rows", "chunks", "json")
 #: The labels of code structure, which a file has even without functions.
 STRUCTURE_LABELS = (Label.FILE, Label.CLASS, Label.MODULE)
-DEFAULT_CHUNK_SIZE = 2000
 #: Bump when extraction changes what a file yields, so that every file is rebuilt.
 GRAPH_VERSION = 6  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
 # 4: FILE, CLASS and MODULE nodes, CONTAINS, and the references linking turns into CALLS, IMPORTS, INHERITS;

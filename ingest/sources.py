@@ -16,7 +16,7 @@ from typing import Any
 
 from ingest.tutorials import is_tutorial, tutorial_to_json
 from pkg.code.languages import EXTENSIONS
-from pkg.config import BM25_DIR, BM25_META, DB_FILE, DB_MARKER
+from pkg.config import BM25_DIR, BM25_META, DB_FILE, DB_MARKER, MAX_FILE_BYTES
 from pkg.errors import CorpusError
 
 #: Code files by extension: Python, and the languages of pkg.code.languages.
@@ -31,14 +31,6 @@ SKIPPED_DIR_NAMES = {
     "node_modules": "installed npm packages",
     "site-packages": "installed Python packages",
 }
-MIB = 1024 * 1024
-#: Files larger than this are skipped (and listed). Measured with parse_corpus: a 10 MiB file of 89,051
-#: functions parses in 19 s with a peak of 1.05 GiB, the same code in ten 1 MiB files in 24 s with 0.37 GiB;
-#: a 10 MiB single-line list literal in 10 s with 1.09 GiB. Time grows with the corpus either way, but one
-#: file's syntax trees are held at once (~70 bytes per byte), so the cap bounds that transient peak (~1.1 GiB
-#: at the default) while the files it turns away are mostly generated (amalgamations, bundles, data dumps).
-#: `pkg build --max-file-size` changes it.
-MAX_FILE_BYTES = 16 * MIB
 _FENCE = re.compile(r"```[ \t]*(python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 

@@ -15,6 +15,20 @@ DB_FILE = "pkg.sqlite"
 BM25_DIR = "bm25"
 BM25_META = "pkg-bm25.json"
 
+#: What a build can put in the graph: functions (NAME/IMPL/BLOCK, with the code structure FILE/CLASS/MODULE),
+#: rows (ROW), chunks (CHUNK), json (PATH/PATHVALUE of JSON files, JSONL rows and tutorials).
+PARTS = ("functions", "rows", "chunks", "json")
+#: Largest cAST chunk, in non-whitespace characters.
+DEFAULT_CHUNK_SIZE = 2000
+MIB = 1024 * 1024
+#: Files larger than this are skipped (and listed). Measured with parse_corpus: a 10 MiB file of 89,051
+#: functions parses in 19 s with a peak of 1.05 GiB, the same code in ten 1 MiB files in 24 s with 0.37 GiB;
+#: a 10 MiB single-line list literal in 10 s with 1.09 GiB. Time grows with the corpus either way, but one
+#: file's syntax trees are held at once (~70 bytes per byte), so the cap bounds that transient peak (~1.1 GiB
+#: at the default) while the files it turns away are mostly generated (amalgamations, bundles, data dumps).
+#: `pkg build --max-file-size` changes it.
+MAX_FILE_BYTES = 16 * MIB
+
 
 def default_db_dir() -> Path:
     """Where the embedded store lives unless --db says otherwise (env PKG_DB)."""

@@ -16,22 +16,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
-from ingest.parse import DEFAULT_CHUNK_SIZE, PARTS, BuildReport, parse_corpus
-from ingest.sources import MAX_FILE_BYTES, Structurer
-from pkg.config import DB_MARKER, default_cache_dir
+from pkg.config import DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
 from pkg.embedders import DEFAULT_SPEC, Embedder, make_embedder
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import EmbedderInfo
-from pkg.indexing import index_corpus
 from pkg.progress import Progress, no_progress
 from pkg.schema import FileNode, NameNode, NodeRecord
 from pkg.stores import GraphStore, open_store
 from pkg.stores.base import GraphCounts
-from retrieval.definitions import ContextOptions, DefinitionsContext, definitions_context
-from retrieval.lexical import refresh_indexes
 from retrieval.search import Options, Retrieval, mode_spec, retrieve
+
+if TYPE_CHECKING:
+    from ingest.parse import BuildReport
+    from ingest.sources import Structurer
+    from retrieval.definitions import ContextOptions, DefinitionsContext
 
 DB_MARKER_TEXT = "A PKG database (`pkg build --db`): builds skip this directory wherever they meet it.\n"
 
@@ -182,6 +182,11 @@ class KnowledgeBase:
         parsed, embedded and written, files gone from the paths are removed, and every BM25 index is
         rebuilt from what the store then holds; files larger than `max_file_bytes` are skipped.
         Raises CorpusError when the paths hold nothing."""
+        # Imported here, so that a query never loads the parsers (~0.1 s of a cold `pkg query`).
+        from ingest.parse import parse_corpus  # noqa: PLC0415
+        from pkg.indexing import index_corpus  # noqa: PLC0415
+        from retrieval.lexical import refresh_indexes  # noqa: PLC0415
+
         known = self.store.sources() if self.exists else {}
         corpus = parse_corpus(
             [Path(p) for p in paths], progress, parts, chunk_size, known, structurer, max_file_bytes, self.db_dir
@@ -217,6 +222,8 @@ class KnowledgeBase:
         line (default) or all of the file's; with `gate` auto (default) nothing is returned for code that uses
         only its own file's names and the builtins, or names the graph does not hold (`.gated` says which).
         The options are `retrieval.definitions.ContextOptions`."""
+        from retrieval.definitions import definitions_context  # noqa: PLC0415 (as in `build`)
+
         path = str(Path(path).resolve()) if text is None or Path(path).exists() else str(path)
         return definitions_context(self.store, path, line, text, **options)
 

@@ -23,14 +23,16 @@ import tempfile
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import bm25s
 import numpy as np
 
 from pkg.config import BM25_META
 from pkg.errors import ConfigError, StoreError, StoreNotFoundError
 from retrieval.tokenize import Tokenizer, code_tokens
+
+if TYPE_CHECKING:
+    import bm25s
 
 __all__ = ["BM25Index"]
 
@@ -84,6 +86,8 @@ class BM25Index:
         docs = [[vocab.setdefault(token, len(vocab)) for token in tokenizer(text)] for text in texts]
         model = None
         if vocab:
+            import bm25s  # noqa: PLC0415 (its SciPy took ~0.2 s of every cold query, vector modes included)
+
             model = bm25s.BM25(k1=k1, b=b, method="atire", idf_method="robertson")
             model.index((docs, vocab), create_empty_token=False, show_progress=False)
         return cls(ids, model, tokenizer, k1, b)
@@ -242,6 +246,8 @@ def _read_meta(directory: Path) -> dict[str, Any]:
 
 def _load_model(directory: Path) -> bm25s.BM25:
     """bm25s' part of a saved index."""
+    import bm25s  # noqa: PLC0415 (as in `build`)
+
     try:
         return bm25s.BM25.load(directory, show_progress=False)
     except (OSError, ValueError) as exc:

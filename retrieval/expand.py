@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from enum import StrEnum
 
-from pkg.code.signatures import signature
 from pkg.schema import NameNode
 from pkg.stores.base import CallEdge, GraphStore, NodeContext
 from retrieval.tokenize import estimate_tokens
@@ -71,6 +70,9 @@ def _signatures(store: GraphStore, names: Sequence[NameNode]) -> dict[str, str]:
     """The signature of each function, by NAME id, read from its IMPL; a method's named with its
     class (``def Parser.__init__(self)``); an anonymous function's (a JavaScript arrow function, a
     Go func literal) behind the name it is bound to."""
+    # Imported here: its tree-sitter grammars are ~0.1 s of a cold `pkg query` that expands nothing.
+    from pkg.code.signatures import signature  # noqa: PLC0415
+
     found = {}
     for name in names:
         impls = store.contexts(store.find_functions(name.name, name.source, _NAME_MATCHES))

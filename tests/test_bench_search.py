@@ -7,6 +7,8 @@ import ast
 from pathlib import Path
 
 from bench.bench_search import (
+    NO_BLOCKS,
+    BlockLevers,
     Function,
     choose_queries,
     held_out,
@@ -16,6 +18,8 @@ from bench.bench_search import (
     with_name_words,
 )
 from ingest.extract import extract
+from ingest.parse import parse_corpus
+from pkg.graph import Label
 from tests.conftest import STDLIB
 
 
@@ -106,3 +110,35 @@ def test_queries_come_from_held_out_packages_and_are_unambiguous(tmp_path: Path)
     ]
     assert [q.qualname for q in choose_queries(functions, len(functions), 10)] == ["parse_header"]
     assert choose_queries(functions, 1, 10) == functions[:1]
+
+
+def test_the_block_levers_leave_out_short_blocks_and_head_the_rest_with_the_signature(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "def scale(values, factor=2):\n"
+        "    if not values:\n"
+        "        return []\n"
+        "    out = []\n"
+        "    for v in values:\n"
+        "        if v is None:\n"
+        "            continue\n"
+        "        out.append(v * factor)\n"
+        "    return out\n"
+    )
+    corpus = parse_corpus([tmp_path], parts=("functions",))
+
+    def blocks(levers: BlockLevers) -> tuple[list[str], int]:
+        graph = levers.apply(corpus).sources[0].graph
+        ids = {n.id for n in graph.nodes if n.label is Label.BLOCK}
+        texts = sorted(str(n.props["text"]) for n in graph.nodes if n.label is Label.BLOCK)
+        return texts, sum(1 for e in graph.edges if e.src in ids or e.dst in ids)
+
+    texts, edges = blocks(BlockLevers())
+    assert [t.split("\n")[0] for t in texts] == ["for v in values:", "if not values:", "if v is None:"] and edges == 3
+    texts, edges = blocks(BlockLevers(min_lines=3))  # the two-line ifs go, with their edges
+    assert [t.split("\n")[0] for t in texts] == ["for v in values:"] and edges == 1
+    texts, _ = blocks(BlockLevers(min_lines=3, header=True))
+    assert texts == [
+        "def scale(values, factor=2):\nfor v in values:\n    if v is None:\n        continue\n"
+        "    out.append(v * factor)"
+    ]
+    assert blocks(NO_BLOCKS) == ([], 0)

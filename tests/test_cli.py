@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, cli_build, run_cli
@@ -201,7 +202,10 @@ def test_the_readme_lists_every_option_of_every_command() -> None:
     rows = {
         line.split("`")[1].split()[1]: line for line in README.read_text().splitlines() if line.startswith("| `pkg ")
     }
-    assert set(rows) == set(cli.commands)
-    for name, command in cli.commands.items():
+    context = click.Context(cli)
+    commands = {name: cli.get_command(context, name) for name in cli.list_commands(context)}
+    assert set(rows) == set(commands)
+    for name, command in commands.items():
+        assert command is not None and command.name == name
         options = [o for param in command.params for o in param.opts if o.startswith("--") and o != "--help"]
         assert [o for o in options if f"`{o}" not in rows[name] and f"/{o}" not in rows[name]] == [], name

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -96,28 +97,58 @@ def test_onnx_queries_rank_as_pytorch_queries(
                 assert ours == theirs, (mode, query)
 
 
+#: What a query never uses: PyTorch (ONNX Runtime embeds it), the evaluation, the reranker and the LLMs,
+#: the parsers, tree-sitter's grammars, and (outside hybrid and BM25 modes) BM25's SciPy.
+NOT_FOR_QUERIES = (
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "pkg.evaluation",
+    "pkg.benchmarks",
+    "pkg.generators",
+    "rerank",
+    "ingest.parse",
+    "tree_sitter_language_pack",
+)
+LEXICAL = ("bm25s", "scipy")
+#: Runs the CLI on its arguments, then prints the modules of `sys.argv[1]` (comma-separated) it imported.
+LOADED = (
+    "import sys\n"
+    "from pkg.cli import cli\n"
+    "try:\n"
+    "    cli.main(sys.argv[2:], standalone_mode=False)\n"
+    "finally:\n"
+    "    watched = sys.argv[1].split(',')\n"
+    "    print('imported:', sorted(m for m in sys.modules if any(m == w or m.startswith(w + '.') for w in watched)))\n"
+)
+
+
+def _imported(watched: Sequence[str], *args: str, env: dict[str, str] | None = None) -> tuple[str, list[str]]:
+    """The output of `pkg ARGS` run in a fresh interpreter, and the watched modules (and their submodules)
+    it imported."""
+    command = [sys.executable, "-c", LOADED, ",".join(watched), *args]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    output, _, imported = done.stdout.rpartition("imported: ")
+    return output, ast.literal_eval(imported)
+
+
+def test_the_cli_imports_a_command_only_when_it_is_used() -> None:
+    listed, imported = _imported(("pkg", "ingest", "retrieval", "rerank"), "--help")
+    assert "query" in listed and "compare" in listed and imported == ["pkg", "pkg.cli", "pkg.errors"]
+    listed, imported = _imported(("pkg.cli", *NOT_FOR_QUERIES, *LEXICAL), "query", "--help")
+    assert "--mode" in listed and imported == ["pkg.cli", "pkg.cli.commands"]
+
+
 @pytest.mark.cli
 @pytest.mark.model
-def test_a_vector_query_imports_no_torch(built: tuple[Path, Path]) -> None:
+def test_a_vector_query_imports_only_what_it_uses(built: tuple[Path, Path]) -> None:
     db, cache = built
-    check = (
-        "import sys\n"
-        "from pkg.cli import cli\n"
-        "assert 'torch' not in sys.modules, 'pkg.cli imports torch'\n"
-        f"cli(['query', {ASKED[0]!r}, '--db', {str(db)!r}, '-k', '2', '--mode', sys.argv[1]], standalone_mode=False)\n"
-        "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)\n"
-        "print('imported:', heavy)\n"
-    )
     for mode in ("func", "hybrid", "block"):
-        done = subprocess.run(
-            [sys.executable, "-c", check, mode],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PKG_CACHE_DIR": str(cache)},
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
-        assert "1. " in done.stdout and done.stdout.rstrip().endswith("imported: []"), done.stdout
+        never = NOT_FOR_QUERIES if mode == "hybrid" else (*NOT_FOR_QUERIES, *LEXICAL)
+        args = ("query", f"{ASKED[0]} ({mode})", "--db", str(db), "-k", "2", "--mode", mode)  # not in the cache
+        answer, imported = _imported((*never, "onnxruntime"), *args, env={"PKG_CACHE_DIR": str(cache)})
+        assert "1. " in answer and imported == ["onnxruntime"], (mode, imported)
 
 
 def _model_folder(tmp_path: Path, modules: list[str], pooling: str = "pooling_mode_mean_tokens") -> Path:

@@ -21,26 +21,13 @@ from tree_sitter_language_pack import get_parser
 from ingest.extract import extract
 from ingest.sources import read_items
 from pkg.code.functions import Block, Extraction, Function, iter_blocks
+from pkg.code.languages import AST_KINDS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "python"
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 STDLIB_TOP_LEVEL_MODULES = 60
 STDLIB_PACKAGES = ("json", "email", "asyncio")
 
-_AST_KINDS: dict[type[ast.AST], str] = {
-    ast.If: "if",
-    ast.For: "for",
-    ast.AsyncFor: "async for",
-    ast.While: "while",
-    ast.Try: "try",
-    ast.TryStar: "try",
-    ast.With: "with",
-    ast.AsyncWith: "async with",
-    ast.Match: "match",
-    ast.FunctionDef: "def",
-    ast.AsyncFunctionDef: "async def",
-    ast.ClassDef: "class",
-}
 _FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 Span = tuple[str, int, int]
@@ -72,7 +59,7 @@ def _ast_blocks(function: ast.AST, lines: list[str]) -> list[Span]:
 
     def visit(parent: ast.AST) -> None:
         for node in ast.iter_child_nodes(parent):
-            kind = _AST_KINDS.get(type(node))
+            kind = AST_KINDS.get(type(node))
             if kind is not None and not _is_elif(node, parent, lines):
                 found.append((kind, _ast_start(node), node.end_lineno))
             visit(node)

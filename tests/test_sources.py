@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.sources import MAX_FILE_BYTES, Skipped, discover, read_items
+from ingest.sources import Skipped, discover, read_items
+from pkg.config import MAX_FILE_BYTES
 from pkg.errors import CorpusError
 
 

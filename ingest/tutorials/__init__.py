@@ -11,7 +11,7 @@ This module holds that shared model; the converters live in `markdown`, `rst` an
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
@@ -34,6 +34,8 @@ class Heading:
 
 
 Event = Heading | Block
+#: Reads the block that starts at line `i`: the line after it and its events, or None for another kind of block.
+BlockReader = Callable[[Sequence[str], int], tuple[int, list[Event]] | None]
 
 
 def collapse(text: str) -> str:
@@ -59,6 +61,16 @@ def code_block(text: str, language: str) -> list[Block]:
         return [{"type": "doctest", "text": body}]
     language = language.strip().lower()
     return [{"type": "code", "language": "" if language in _NO_LANGUAGE else language, "text": body}]
+
+
+def read_first(readers: Sequence[BlockReader], lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
+    """What the first of the readers (Markdown's and reStructuredText's block kinds, in their order of
+    precedence) that recognises the block at line `i` reads; None when none does."""
+    for read in readers:
+        found = read(lines, i)
+        if found:
+            return found
+    return None
 
 
 def doctest_session(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:

@@ -21,6 +21,7 @@ from ingest.tutorials import (
     collapse,
     doctest_session,
     list_blocks,
+    read_first,
     text_block,
 )
 
@@ -116,15 +117,8 @@ def _blocks(lines: Sequence[str]) -> list[Event]:
             _footnote,
             _table,
         )
-        for parse in parsers:
-            parsed = parse(lines, i)
-            if parsed:
-                i, found = parsed
-                events.extend(found)
-                break
-        else:
-            i, found = _paragraph(lines, i)
-            events.extend(found)
+        i, found = read_first(parsers, lines, i) or _paragraph(lines, i)
+        events.extend(found)
     return events
 
 

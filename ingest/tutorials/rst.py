@@ -18,6 +18,7 @@ from itertools import pairwise
 from typing import Any
 
 from ingest.tutorials import (
+    BlockReader,
     Event,
     Heading,
     build_document,
@@ -26,6 +27,7 @@ from ingest.tutorials import (
     dedent,
     doctest_session,
     list_blocks,
+    read_first,
     text_block,
 )
 
@@ -188,7 +190,7 @@ class _Reader:
 
     def blocks(self, lines: Sequence[str], top: bool = False) -> list[Event]:
         """The events of a run of lines; section titles are recognised only at the top level."""
-        parsers: list[Callable[[Sequence[str], int], tuple[int, list[Event]] | None]] = [
+        parsers: list[BlockReader] = [
             self._transition,
             self._block_quote,
             self._explicit,
@@ -200,7 +202,6 @@ class _Reader:
             self._field_list,
             self._line_block,
             self._definition,
-            self._paragraph,
         ]
         if top:
             parsers.insert(0, self._section)
@@ -213,12 +214,8 @@ class _Reader:
             if top and not events and _FIELD.fullmatch(lines[i]):
                 i = _fields(lines, i)[1]  # Sphinx's file-wide metadata (:tocdepth: ...)
                 continue
-            for parse in parsers:
-                parsed = parse(lines, i)
-                if parsed:
-                    i, found = parsed
-                    events.extend(found)
-                    break
+            i, found = read_first(parsers, lines, i) or self._paragraph(lines, i)
+            events.extend(found)
         return events
 
     def _section(self, lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:

@@ -420,7 +420,8 @@ def python_error(text: str, first_line: int) -> str | None:
     return None
 
 
-_AST_KINDS: dict[type[ast.stmt], str] = {
+#: The block kind of each compound statement `ast` parses, as the tree-sitter specs name it too.
+AST_KINDS: dict[type[ast.stmt], str] = {
     ast.If: "if",
     ast.For: "for",
     ast.AsyncFor: "async for",
@@ -470,7 +471,7 @@ class _AstReader:
         return tuple(
             self._block(statement, kind, prefix, function=id(statement) not in stubs)
             for statement in statements
-            if (kind := _AST_KINDS.get(type(statement))) is not None
+            if (kind := AST_KINDS.get(type(statement))) is not None
         )
 
     def _block(self, node: ast.stmt, kind: str, prefix: str, function: bool = True) -> Block:

@@ -9,7 +9,6 @@ import warnings
 from collections.abc import Callable
 
 from tree_sitter import Node, Parser
-from tree_sitter_language_pack import get_parser
 
 from pkg.code.functions import SyntaxIssue
 from pkg.errors import ConfigError
@@ -30,6 +29,9 @@ def parser(grammar: str) -> Parser:
     """
     parsers: dict[str, Parser] = _PARSERS.__dict__.setdefault("by_grammar", {})
     if grammar not in parsers:
+        # Imported on first need: its grammar bindings are ~0.05 s of a cold query that parses no code.
+        from tree_sitter_language_pack import get_parser  # noqa: PLC0415
+
         try:
             parsers[grammar] = get_parser(grammar)  # type: ignore[arg-type]
         except LookupError as error:
