@@ -170,6 +170,10 @@ class EmbeddedStore(GraphStore):
 
         self._transaction(work)
 
+    def set_vectors(self, label: Label, vectors: Sequence[tuple[str, np.ndarray]]) -> None:
+        rows = [(np.asarray(v, dtype=np.float32).tobytes(), i, label.value) for i, v in vectors]
+        self._transaction(lambda: self._db.executemany("UPDATE nodes SET vector = ? WHERE id = ? AND label = ?", rows))
+
     def delete_sources(self, paths: Sequence[str]) -> None:
         self._transaction(lambda: self._drop(paths))
 
