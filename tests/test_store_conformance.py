@@ -24,7 +24,7 @@ from pkg.stores.base import EmbedderInfo, GraphCounts
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.search import retrieve
-from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, run_cli
+from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, STORE_KINDS, run_cli
 from tests.helpers import build
 from tests.neo4j_server import free_port, wipe
 from tests.store_support import snapshot
@@ -305,14 +305,23 @@ def test_vector_indexes_follow_the_dimension_of_the_vectors(empty_neo4j: str) ->
         assert [h.id for h in store.search(Label.BLOCK, vectors[7], 10)] == [f"b{i}" for i in exact]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_re_embedding_replaces_the_vectors_and_then_the_embedder(empty_neo4j: str, tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_re_embedding_replaces_the_vectors_and_then_the_embedder(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    def opened(create: bool = False) -> GraphStore:
+        return (
+            EmbeddedStore(tmp_path, create)
+            if kind == "embedded"
+            else Neo4jStore(request.getfixturevalue("empty_neo4j"))
+        )
+
     rng = np.random.default_rng(1)
     old, new = (unit_rows(rng.normal(size=(40, 8))) for _ in range(2))
     nodes = [
         Node(f"b{i}", Label.BLOCK, {"text": f"x = {i}", "start_line": 1, "end_line": 1}, v) for i, v in enumerate(old)
     ]
-    with EmbeddedStore(tmp_path, create=True) if kind == "embedded" else Neo4jStore(empty_neo4j) as store:
+    with opened(create=True) as store:
         store.check_embedder(EmbedderInfo("st:old", 8), record=True)
         store.write(nodes, [])
         store.set_vectors(Label.BLOCK, [(f"b{i}", v) for i, v in enumerate(new)] + [("unknown", new[0])])
@@ -325,7 +334,7 @@ def test_re_embedding_replaces_the_vectors_and_then_the_embedder(empty_neo4j: st
         with pytest.raises(EmbedderMismatchError, match="8-dimensional vectors; st:wide makes 16"):
             store.replace_embedder(EmbedderInfo("st:wide", 16))
         assert store.embedder_info() == EmbedderInfo("tuned:abc", 8)
-    with EmbeddedStore(tmp_path) if kind == "embedded" else Neo4jStore(empty_neo4j) as store:
+    with opened() as store:
         assert store.embedder_info() == EmbedderInfo("tuned:abc", 8)
         assert store.counts() == GraphCounts({"BLOCK": 40}, {})
 

@@ -172,7 +172,11 @@ class EmbeddedStore(GraphStore):
 
     def set_vectors(self, label: Label, vectors: Sequence[tuple[str, np.ndarray]]) -> None:
         rows = [(np.asarray(v, dtype=np.float32).tobytes(), i, label.value) for i, v in vectors]
-        self._transaction(lambda: self._db.executemany("UPDATE nodes SET vector = ? WHERE id = ? AND label = ?", rows))
+
+        def work() -> None:
+            self._db.executemany("UPDATE nodes SET vector = ? WHERE id = ? AND label = ?", rows)
+
+        self._transaction(work)
 
     def delete_sources(self, paths: Sequence[str]) -> None:
         self._transaction(lambda: self._drop(paths))
