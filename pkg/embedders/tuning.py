@@ -169,7 +169,13 @@ def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, 
     examples = [InputExample(texts=[pair.query, pair.code]) for pair in pairs]
     order = torch.Generator().manual_seed(settings.seed)
     # drop_last: a short final batch would hold fewer negatives than the others
-    loader = DataLoader(examples, batch_size=settings.batch_size, shuffle=True, generator=order, drop_last=True)  # type: ignore[arg-type]
+    loader: DataLoader[InputExample] = DataLoader(
+        examples,  # type: ignore[arg-type]  # a list serves as a map-style dataset
+        batch_size=settings.batch_size,
+        shuffle=True,
+        generator=order,
+        drop_last=True,
+    )
     steps = len(loader) * settings.epochs
     model.old_fit(
         train_objectives=[(loader, MultipleNegativesRankingLoss(model))],
