@@ -17,10 +17,13 @@ embedder, block with --with-blocks (blocks are otherwise left out of the build: 
 texts); bm25-func once. No pruning: it changes no ranking. --name-words measures a lever: each
 function's name split into words as a comment first in its body; with --with-blocks, block mode's
 levers: --min-block-lines leaves out shorter blocks, --block-header puts the enclosing function's
-signature on top of each block's text.
+signature on top of each block's text. --tune adds `pkg tune`'s model as an embedder, tuned on the pairs
+of the corpus's training packages (the held-out ones excluded), with its cost (pairs, minutes) beside its
+scores.
 
     python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks
-        [--min-block-lines N] [--block-header]] [--name-words] [--work DIR]
+        [--min-block-lines N] [--block-header]] [--name-words] [--tune [--tune-pairs 20000] [--tune-epochs 1]]
+        [--work DIR]
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ingest.graph_builder import UnitGraph  # noqa: E402
 from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
 from pkg.code.signatures import signature  # noqa: E402
 from pkg.config import MAX_FILE_BYTES  # noqa: E402
+from pkg.embedders.tuning import TuneSettings, mine_pairs, summary_of, tune  # noqa: E402
 from pkg.graph import Label, Node  # noqa: E402
 from pkg.indexing import index_corpus  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
@@ -95,11 +99,6 @@ def interleaved_files(root: Path) -> Iterator[Path]:
         for queue in queues:
             if depth < len(queue):
                 yield queue[depth]
-
-
-def summary_of(docstring: str) -> str:
-    """The docstring's first paragraph on one line."""
-    return " ".join(docstring.strip().split("\n\n")[0].split())
 
 
 def _qualified(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -304,6 +303,33 @@ def evaluate(kb: KnowledgeBase, queries: list[Function], modes: tuple[str, ...])
     return out
 
 
+def tuned_spec(corpus_dir: Path, packages: list[str], settings: TuneSettings, cache: Path) -> tuple[str, dict]:
+    """`pkg tune`'s model for the corpus: trained on the pairs of the original files (docstrings in
+    place) of the corpus's packages, the held-out ones left out by --exclude globs as `pkg tune` takes
+    them; its spec, and what it cost. The pairs come from the files, not from a database: the corpus's
+    database holds the functions without their docstrings."""
+    started = time.perf_counter()
+    originals = [SITE_PACKAGES / path.relative_to(corpus_dir) for path in sorted(corpus_dir.rglob("*.py"))]
+    parsed = parse_corpus(originals, parts=("functions",))
+    functions = [(n.props["source"], n.embed_text) for n in parsed.nodes if n.label is Label.IMPL]
+    held = [p for p in packages if held_out(p)]
+    exclude = [glob for p in held for glob in (f"{SITE_PACKAGES}/{p}/*", f"{SITE_PACKAGES}/{p}.py")]
+    pairs = mine_pairs(functions, exclude, settings.max_pairs, settings.seed)
+    mined = time.perf_counter() - started
+    key, trained = tune(pairs, settings, cache / "models", show_progress=True)
+    cost = {
+        "functions_read": len(functions),
+        "excluded_packages": len(held),
+        "pairs": len(pairs),
+        "settings": asdict(settings),
+        "trained_now": trained,
+        "mining_seconds": round(mined, 1),
+        "tuning_minutes": round((time.perf_counter() - started - mined) / 60, 2),
+    }
+    print(f"tuned:{key}: {cost}", file=sys.stderr, flush=True)
+    return f"tuned:{key}", cost
+
+
 def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--functions", type=int, default=5000, help="corpus size in functions")
@@ -315,6 +341,9 @@ def main() -> None:
     parser.add_argument("--min-block-lines", type=int, default=1, help="lever: blocks of fewer lines left out")
     parser.add_argument("--block-header", action="store_true", help="lever: the function's signature atop each block")
     parser.add_argument("--work", type=Path, default=Path("/tmp/pkg-bench-search"), help="corpus, databases, cache")
+    parser.add_argument("--tune", action="store_true", help="add `pkg tune`'s model, tuned on the training packages")
+    parser.add_argument("--tune-pairs", type=int, default=TuneSettings.max_pairs, help="pkg tune --max-pairs")
+    parser.add_argument("--tune-epochs", type=int, default=TuneSettings.epochs, help="pkg tune --epochs")
     args = parser.parse_args()
     variant = f"{args.functions}{'-name-words' if args.name_words else ''}"
     corpus_dir = args.work / f"corpus-{variant}"
@@ -328,7 +357,13 @@ def main() -> None:
     print(f"{total} functions, {len(packages)} packages, {len(queries)} queries", file=sys.stderr, flush=True)
     runs: dict[str, dict] = {}
     lexical: dict = {}
-    for spec in args.embedders.split(","):
+    specs = args.embedders.split(",")
+    tuning: dict = {}
+    if args.tune:
+        settings = TuneSettings(max_pairs=args.tune_pairs, epochs=args.tune_epochs)
+        spec, tuning = tuned_spec(corpus_dir, packages, settings, args.work / "cache")
+        specs.append(spec)
+    for spec in specs:
         db = args.work / f"db-{variant}-{spec.replace(':', '_').replace('/', '_')}"
         cache = args.work / "cache"
         with open_store("embedded", db, create=True) as store, KnowledgeBase(db, store, spec, cache) as kb:
@@ -341,7 +376,7 @@ def main() -> None:
                 "build_seconds": round(build_seconds, 1),
                 "functions_indexed": indexed,
                 "modes": evaluate(kb, queries, modes),
-            }
+            } | ({"tuning": tuning} if spec.startswith("tuned:") else {})
             if not lexical:
                 lexical = evaluate(kb, queries, LEXICAL_MODES)
     result = {

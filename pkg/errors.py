@@ -17,6 +17,10 @@ class EmbedderError(PkgError):
     """An embedder cannot be loaded or fails to embed."""
 
 
+class TuningError(PkgError):
+    """`pkg tune` finds too few training pairs or cannot save its model."""
+
+
 class StoreError(PkgError):
     """A graph store cannot be opened, read or written."""
 

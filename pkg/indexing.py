@@ -14,7 +14,7 @@ import numpy as np
 from ingest.link import link_edges
 from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variants
 from pkg.embedders import CachedEmbedder, Embedder
-from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Node
+from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
 from pkg.progress import Progress, no_progress
 from pkg.stores.base import GraphStore, code_tables
 
@@ -127,6 +127,28 @@ def _embed_corpus(
     variants = pruning_variants(corpus.units)
     corpus.report.pruning_variants = len(variants)
     return embed_texts(texts + variants, embedder, progress, keep=set(texts)), len(set(texts + variants))
+
+
+def reembed(store: GraphStore, embedder: Embedder, progress: Progress = no_progress) -> int:
+    """Give every embedded node of the store the embedder's vector of its text, label by label, then
+    record the embedder (the vectors must keep their dimension); how many nodes got one. Until the
+    last write the old embedder stays recorded, so a run cut short leaves a database to re-embed again."""
+    info = EmbedderInfo(embedder.name, embedder.dim)
+    written = 0
+    for label in EMBEDDED_LABELS:
+        written += _reembed_label(store, label, embedder, progress)
+    store.replace_embedder(info)
+    return written
+
+
+def _reembed_label(store: GraphStore, label: Label, embedder: Embedder, progress: Progress) -> int:
+    rows = store.texts(label)
+    vectors = embed_texts([text for _, text in rows], embedder, progress)
+    for start in range(0, len(rows), WRITE_BATCH):
+        chunk = rows[start : start + WRITE_BATCH]
+        store.set_vectors(label, [(node_id, vectors[text]) for node_id, text in chunk])
+        progress("write", start + len(chunk), len(rows))
+    return len(rows)
 
 
 def link_store(store: GraphStore) -> int:

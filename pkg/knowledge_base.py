@@ -13,6 +13,7 @@ query through `KnowledgeBase.query`; the CLI, `pkg compare` and a server hold on
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +21,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
 from pkg.config import DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
 from pkg.embedders import DEFAULT_SPEC, Embedder, make_embedder
+from pkg.embedders.tuning import TuneSettings, mine_pairs, tune
 from pkg.errors import StoreError, StoreNotFoundError
-from pkg.graph import EmbedderInfo
+from pkg.graph import EmbedderInfo, Label
 from pkg.progress import Progress, no_progress
-from pkg.schema import FileNode, NameNode, NodeRecord
+from pkg.schema import FileNode, ImplNode, NameNode, NodeRecord
 from pkg.stores import GraphStore, open_store
 from pkg.stores.base import GraphCounts
 from retrieval.search import Options, Retrieval, mode_spec, retrieve
@@ -42,6 +44,19 @@ class Built:
 
     report: BuildReport
     bm25: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """What `KnowledgeBase.tune` did: the embedder spec it recorded, the Python functions it read, the
+    pairs it trained on, whether it trained (else the model was there), the nodes it re-embedded."""
+
+    spec: str
+    functions: int
+    pairs: int
+    trained: bool
+    reembedded: int
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -195,6 +210,32 @@ class KnowledgeBase:
         self._mark_database()
         report = index_corpus(corpus, store, self.embedder, progress, prepare_pruning)
         return Built(report, refresh_indexes(store, self.db_dir))
+
+    def tune(
+        self,
+        settings: TuneSettings | None = None,
+        exclude: Sequence[str] = (),
+        show_progress: bool = False,
+        progress: Progress = no_progress,
+    ) -> Tuned:
+        """Fine-tune the packaged MiniLM on the (docstring summary, code) pairs of the PKG's Python
+        functions (files matching a glob of `exclude` left out; pkg.embedders.tuning), re-embed every
+        node with it and record it as the database's embedder, so that queries and later builds use it.
+        Raises StoreNotFoundError without a database, TuningError with too few pairs."""
+        from pkg.indexing import reembed  # noqa: PLC0415  # a cold query needs none of the build
+
+        started = time.perf_counter()
+        stored = self.store.embedder_info()
+        if stored is None:
+            raise StoreError("the database is empty; run `pkg build` first")
+        functions = [r for r in self.store.label_records(Label.IMPL) if isinstance(r, ImplNode) and r.lang == "python"]
+        settings = settings or TuneSettings()
+        pairs = mine_pairs(((f.source, f.text) for f in functions), exclude, settings.max_pairs, settings.seed)
+        key, trained = tune(pairs, settings, self.cache_dir / "models", show_progress)
+        spec = f"tuned:{key}"
+        self._embedder_choice, self._embedder = spec, make_embedder(spec, self.cache_dir)
+        reembedded = 0 if stored.name == spec else reembed(self.store, self._embedder, progress)
+        return Tuned(spec, len(functions), len(pairs), trained, reembedded, time.perf_counter() - started)
 
     def _mark_database(self) -> None:
         """Write the marker that tells every later build this directory is a database, never a source."""

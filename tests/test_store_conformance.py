@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ingest.parse import BuildReport, parse_corpus
-from pkg.embedders import CachedEmbedder
+from pkg.embedders import CachedEmbedder, unit_rows
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from pkg.errors import EmbedderMismatchError, StoreUnavailableError
 from pkg.graph import EMBEDDED_LABELS, Label, Node
@@ -24,7 +24,7 @@ from pkg.stores.base import EmbedderInfo, GraphCounts
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.search import retrieve
-from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, run_cli
+from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, STORE_KINDS, run_cli
 from tests.helpers import build
 from tests.neo4j_server import free_port, wipe
 from tests.store_support import snapshot
@@ -303,6 +303,40 @@ def test_vector_indexes_follow_the_dimension_of_the_vectors(empty_neo4j: str) ->
             assert hit.id == f"b{i}" and hit.score == pytest.approx(1.0, abs=1e-5)
         exact = np.argsort(-(vectors @ vectors[7]), kind="stable")[:10]
         assert [h.id for h in store.search(Label.BLOCK, vectors[7], 10)] == [f"b{i}" for i in exact]
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_re_embedding_replaces_the_vectors_and_then_the_embedder(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
+    def opened(create: bool = False) -> GraphStore:
+        return (
+            EmbeddedStore(tmp_path, create)
+            if kind == "embedded"
+            else Neo4jStore(request.getfixturevalue("empty_neo4j"))
+        )
+
+    rng = np.random.default_rng(1)
+    old, new = (unit_rows(rng.normal(size=(40, 8))) for _ in range(2))
+    nodes = [
+        Node(f"b{i}", Label.BLOCK, {"text": f"x = {i}", "start_line": 1, "end_line": 1}, v) for i, v in enumerate(old)
+    ]
+    with opened(create=True) as store:
+        store.check_embedder(EmbedderInfo("st:old", 8), record=True)
+        store.write(nodes, [])
+        store.set_vectors(Label.BLOCK, [(f"b{i}", v) for i, v in enumerate(new)] + [("unknown", new[0])])
+        store.set_vectors(Label.IMPL, [("b0", old[0])])  # another label's node keeps its vector
+        for i in range(0, 40, 7):
+            hit = store.search(Label.BLOCK, new[i], 1)[0]
+            assert hit.id == f"b{i}" and hit.score == pytest.approx(1.0, abs=1e-5)
+        assert store.embedder_info() == EmbedderInfo("st:old", 8)  # until the caller records the new one
+        store.replace_embedder(EmbedderInfo("tuned:abc", 8))
+        with pytest.raises(EmbedderMismatchError, match="8-dimensional vectors; st:wide makes 16"):
+            store.replace_embedder(EmbedderInfo("st:wide", 16))
+        assert store.embedder_info() == EmbedderInfo("tuned:abc", 8)
+    with opened() as store:
+        assert store.embedder_info() == EmbedderInfo("tuned:abc", 8)
+        assert store.counts() == GraphCounts({"BLOCK": 40}, {})
 
 
 def test_an_unreachable_neo4j_is_one_clear_error() -> None:

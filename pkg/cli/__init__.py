@@ -40,6 +40,7 @@ COMMANDS: dict[str, CommandEntry] = {
         "SUBCOMMAND", "who calls a function, what it calls, what a file contains", "pkg.cli.commands"
     ),
     "stats": CommandEntry("", "count nodes and relationships", "pkg.cli.commands"),
+    "tune": CommandEntry("", "fine-tune the embedder on the PKG's own functions, re-embed it", "pkg.cli.commands"),
     "serve": CommandEntry("", "serve search and context to agents over MCP (stdio or HTTP)", "pkg.cli.commands"),
     "watch": CommandEntry("PATH...", "keep a PKG up to date with files as they change", "pkg.cli.commands"),
     "compare": CommandEntry("", "NoRAG vs PKG vs reranked pass@1 on HumanEval / MBPP / repo", "pkg.cli.evaluate"),

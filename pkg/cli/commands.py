@@ -16,6 +16,7 @@ import click
 
 from pkg.config import DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, MIB, PARTS, default_cache_dir, default_db_dir
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
+from pkg.embedders.tuning import TuneSettings
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
 from retrieval.definitions import DEFAULT_BUDGET, Gate, Reach, context_prompt
@@ -101,7 +102,12 @@ def knowledge_base(
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @db_option
 @cache_option
-@click.option("--embedder", default=DEFAULT_SPEC, show_default=True, help=f"Embedding model: {SPEC_HELP}.")
+@click.option(
+    "--embedder",
+    default=None,
+    show_default=f"the database's, else {DEFAULT_SPEC}",
+    help=f"Embedding model: {SPEC_HELP}.",
+)
 @click.option(
     "--parts",
     default=",".join(PARTS),
@@ -144,7 +150,7 @@ def build(
     db_dir: Path,
     store: str,
     cache_dir: Path,
-    embedder: str,
+    embedder: str | None,
     parts: str,
     chunk_size: int,
     max_file_size: int,
@@ -555,3 +561,66 @@ def watch(paths: tuple[Path, ...], embedder: str | None, db_dir: Path, store: st
     from pkg.server import ServeSettings, watch_paths
 
     watch_paths(ServeSettings(db_dir, store, embedder, cache_dir), paths, lambda line: click.echo(line))
+
+
+@click.command()
+@click.option(
+    "--max-pairs",
+    type=click.IntRange(min=1),
+    default=TuneSettings.max_pairs,
+    show_default=True,
+    help="Train on at most this many pairs (a seeded sample when there are more).",
+)
+@click.option("--epochs", type=click.IntRange(min=1), default=TuneSettings.epochs, show_default=True)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=2),
+    default=TuneSettings.batch_size,
+    show_default=True,
+    help="Pairs per step: each summary's negatives are the batch's other functions.",
+)
+@click.option(
+    "--learning-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=TuneSettings.learning_rate,
+    show_default=True,
+)
+@click.option(
+    "--seed", type=int, default=TuneSettings.seed, show_default=True, help="Seed of the sample and the order."
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Leave out the functions of files whose path (as the database holds it) matches (repeatable), "
+    "e.g. packages held out for an evaluation: --exclude '*/click/*'.",
+)
+@db_option
+@cache_option
+def tune(
+    max_pairs: int,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    seed: int,
+    exclude: tuple[str, ...],
+    db_dir: Path,
+    store: str,
+    cache_dir: Path,
+) -> None:
+    """Fine-tune the packaged MiniLM on this PKG's own Python functions (docstring summary -> code
+    without the docstring, in-batch negatives) on the CPU, store it in --cache-dir/models, re-embed the
+    database with it and record it as its embedder: `pkg query`, `pkg serve` and later builds use it.
+    Running it again with the same functions and settings reuses the model."""
+    settings = TuneSettings(max_pairs, epochs, batch_size, learning_rate, seed)
+    bars = StageBars()
+    try:
+        with knowledge_base(db_dir, store, None, cache_dir) as kb:
+            tuned = kb.tune(settings, exclude, sys.stderr.isatty(), bars)
+    finally:
+        bars.close()
+    how = "trained" if tuned.trained else "found in the cache"
+    click.echo(
+        f"tuned {tuned.spec} ({how}) on {tuned.pairs} pairs from {tuned.functions} Python functions; "
+        f"re-embedded {tuned.reembedded} nodes; {tuned.seconds / 60:.1f} min"
+    )

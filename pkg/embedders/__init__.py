@@ -13,7 +13,7 @@ from pathlib import Path
 from pkg.config import default_cache_dir
 from pkg.embedders.base import Embedder, unit_rows
 from pkg.embedders.cache import CachedEmbedder, EmbeddingCache
-from pkg.errors import ConfigError
+from pkg.errors import ConfigError, EmbedderError
 
 
 def _minilm(_: str, cache_dir: Path) -> Embedder:
@@ -26,6 +26,17 @@ def _sentence_transformer(model: str, cache_dir: Path) -> Embedder:
     from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(model, onnx_dir=cache_dir / "models")
+
+
+def _tuned(key: str, cache_dir: Path) -> Embedder:
+    from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+    from pkg.embedders.tuning import tuned_folder
+
+    models = cache_dir / "models"
+    folder = tuned_folder(models, key)
+    if not (folder / "modules.json").exists():
+        raise EmbedderError(f"no tuned model {key!r} in {models}: run `pkg tune` again (same pairs, same key)")
+    return SentenceTransformerEmbedder(str(folder), onnx_dir=models, name=f"tuned:{key}")
 
 
 def _voyage(model: str, _cache_dir: Path) -> Embedder:
@@ -67,6 +78,7 @@ EMBEDDER_KINDS: dict[str, EmbedderKind] = {
         "", "fast profile: static vectors from MiniLM, ~100x faster, lower recall", _static, cached=False
     ),
     "st": EmbedderKind(":NAME_OR_PATH", "any sentence-transformers model", _sentence_transformer),
+    "tuned": EmbedderKind(":KEY", "MiniLM tuned on a corpus by `pkg tune`, kept in the cache's models", _tuned),
     "voyage": EmbedderKind("[:MODEL]", "Voyage AI, key in VOYAGE_API_KEY", _voyage, query_differs=True),
     "openai-embed": EmbedderKind(
         ":MODEL", "any OpenAI-compatible /v1/embeddings server at PKG_EMBED_BASE_URL", _openai_compat

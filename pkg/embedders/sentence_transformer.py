@@ -41,10 +41,14 @@ class SentenceTransformerEmbedder(Embedder):
     run in ONNX Runtime, exported into that folder on first use, so that a query imports no PyTorch;
     documents are always embedded by PyTorch, so a database's vectors do not depend on the folder."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 32, onnx_dir: Path | None = None) -> None:
+    def __init__(
+        self, model: str = DEFAULT_MODEL, batch_size: int = 32, onnx_dir: Path | None = None, name: str | None = None
+    ) -> None:
         # A model on disk is named by its absolute path, a hub model by its name; either way the
-        # name is also a spec that loads the same model again.
-        if os.path.exists(model):
+        # name is also a spec that loads the same model again (a tuned model's: `tuned:<key>`).
+        if name is not None:
+            self.name = name
+        elif os.path.exists(model):
             self.name = f"st:{os.path.abspath(model)}"
         else:
             self.name = f"st:{DEFAULT_MODEL if os.path.basename(model) == DEFAULT_MODEL else model}"

@@ -107,6 +107,10 @@ class GraphStore(ABC):
         and remember the records. Every node carries its source path in its "source" property."""
 
     @abstractmethod
+    def set_vectors(self, label: Label, vectors: Sequence[tuple[str, np.ndarray]]) -> None:
+        """In one transaction: give the nodes of a label these vectors, by id (unknown ids are skipped)."""
+
+    @abstractmethod
     def delete_sources(self, paths: Sequence[str]) -> None:
         """In one transaction: drop every node of these sources and forget them."""
 
@@ -189,6 +193,16 @@ class GraphStore(ABC):
                 f"this database was built with {stored.name} ({stored.dim} dims), "
                 f"not {info.name} ({info.dim} dims); use --embedder {stored.name} or a new database"
             )
+
+    def replace_embedder(self, info: EmbedderInfo) -> None:
+        """Record the embedder of the vectors the store now holds (after set_vectors gave every node the
+        new embedder's); its vectors must have the dimension of those they replaced."""
+        stored = self.embedder_info()
+        if stored is not None and stored.dim != info.dim:
+            raise EmbedderMismatchError(
+                f"this database holds {stored.dim}-dimensional vectors; {info.name} makes {info.dim}: build a new one"
+            )
+        self._record_embedder(info)
 
     def __enter__(self) -> GraphStore:
         return self

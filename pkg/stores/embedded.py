@@ -170,6 +170,14 @@ class EmbeddedStore(GraphStore):
 
         self._transaction(work)
 
+    def set_vectors(self, label: Label, vectors: Sequence[tuple[str, np.ndarray]]) -> None:
+        rows = [(np.asarray(v, dtype=np.float32).tobytes(), i, label.value) for i, v in vectors]
+
+        def work() -> None:
+            self._db.executemany("UPDATE nodes SET vector = ? WHERE id = ? AND label = ?", rows)
+
+        self._transaction(work)
+
     def delete_sources(self, paths: Sequence[str]) -> None:
         self._transaction(lambda: self._drop(paths))
 

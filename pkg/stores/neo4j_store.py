@@ -205,6 +205,10 @@ class Neo4jStore(GraphStore):
         drop = (cypher("delete_sources"), {"paths": [r.path for r in records]})
         self._transact(nodes, edges, before=[drop], after=[(cypher("sources_write"), {"rows": rows})])
 
+    def set_vectors(self, label: Label, vectors: Sequence[tuple[str, np.ndarray]]) -> None:
+        rows = [{"id": i, "embedding": np.asarray(v, dtype=np.float32).tolist()} for i, v in vectors]
+        self._transact([], [], before=[(template("set_vectors", label=label.value), {"rows": rows})])
+
     def delete_sources(self, paths: Sequence[str]) -> None:
         self._transact([], [], before=[(cypher("delete_sources"), {"paths": list(paths)})])
 

@@ -1,0 +1,187 @@
+"""`pkg tune`: the packaged MiniLM fine-tuned on a corpus's own functions, with in-batch negatives.
+
+A training pair is a Python function's docstring summary (its first paragraph, on one line) and the
+function's code without that docstring, as CodeSearchNet pairs them. The model is trained with
+sentence-transformers' MultipleNegativesRankingLoss (each summary against its own code, the batch's
+other codes being the negatives) and saved under the models folder as `tuned-<key>`, the key hashing
+the pairs and the settings: the same pairs and settings find the model already made. The spec
+`tuned:<key>` names it (pkg.embedders.EMBEDDER_KINDS)."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pkg.errors import TuningError
+
+TUNED_PREFIX = "tuned-"  # a tuned model's folder in the models folder: tuned-<key>
+MIN_SUMMARY_WORDS = 3  # CodeSearchNet's filter: shorter summaries say too little to search by
+MIN_CODE_LINES = 3  # the def line and at least two lines of body left once the docstring is gone
+WARMUP_SHARE = 0.1  # of the training steps, the learning rate rising linearly (sentence-transformers' examples)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A docstring summary and the code of its function without the docstring."""
+
+    query: str
+    code: str
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """How `pkg tune` trains: at most max_pairs pairs (a seeded sample), epochs over them, batch_size
+    pairs per step (the in-batch negatives), the learning rate of AdamW, and the seed."""
+
+    max_pairs: int = 20_000
+    epochs: int = 1
+    batch_size: int = 32
+    learning_rate: float = 2e-5
+    seed: int = 0
+
+
+def summary_of(docstring: str) -> str:
+    """A docstring's first paragraph on one line."""
+    return " ".join(docstring.strip().split("\n\n")[0].split())
+
+
+def docstring_pair(code: str) -> Pair | None:
+    """The pair of a function's source (one def, dedented, decorators included), or None when it has
+    no docstring, its summary is shorter than MIN_SUMMARY_WORDS words, the docstring shares a line with
+    other code, or fewer than MIN_CODE_LINES non-blank lines stay without it."""
+    try:
+        body = ast.parse(code).body
+    except (SyntaxError, ValueError):
+        return None
+    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    function = body[0]
+    docstring = ast.get_docstring(function, clean=True)
+    first = function.body[0]
+    if docstring is None or first.end_lineno is None or len(function.body) == 1:
+        return None
+    lines = code.split("\n")
+    before = lines[first.lineno - 1].encode()[: first.col_offset]  # ast's offsets count UTF-8 bytes
+    after = lines[first.end_lineno - 1].encode()[first.end_col_offset or 0 :]
+    if before.strip() or after.strip():
+        return None
+    kept = lines[: first.lineno - 1] + lines[first.end_lineno :]
+    summary = summary_of(docstring)
+    if len(summary.split()) < MIN_SUMMARY_WORDS or sum(1 for line in kept if line.strip()) < MIN_CODE_LINES:
+        return None
+    return Pair(summary, "\n".join(kept))
+
+
+def mine_pairs(
+    functions: Iterable[tuple[str, str]], exclude: Sequence[str] = (), max_pairs: int | None = None, seed: int = 0
+) -> list[Pair]:
+    """The pairs of the functions, given as (file path, source), leaving out files that match a glob of
+    `exclude` and every pair whose summary or code another pair already has (two equal texts in one
+    batch would each be the other's negative); at most max_pairs of them, a sample drawn with the seed,
+    in the order of the functions."""
+    pairs: list[Pair] = []
+    seen: set[str] = set()
+    for path, source in functions:
+        if any(fnmatch.fnmatchcase(path, pattern) for pattern in exclude):
+            continue
+        pair = docstring_pair(source)
+        if pair is None or pair.query.lower() in seen or pair.code in seen:
+            continue
+        seen.update((pair.query.lower(), pair.code))
+        pairs.append(pair)
+    if max_pairs is not None and len(pairs) > max_pairs:
+        chosen = sorted(random.Random(seed).sample(range(len(pairs)), max_pairs))
+        pairs = [pairs[i] for i in chosen]
+    return pairs
+
+
+def model_key(pairs: Sequence[Pair], settings: TuneSettings, base: str) -> str:
+    """The hash naming the model trained from the base model on these pairs with these settings."""
+    digest = hashlib.sha256(json.dumps([base, asdict(settings)]).encode())
+    for pair in pairs:
+        digest.update(json.dumps([pair.query, pair.code]).encode())
+    return digest.hexdigest()[:16]
+
+
+def tuned_folder(models_dir: Path, key: str) -> Path:
+    """Where the model of a key lives."""
+    return models_dir / f"{TUNED_PREFIX}{key}"
+
+
+def tune(
+    pairs: Sequence[Pair], settings: TuneSettings, models_dir: Path, show_progress: bool = False
+) -> tuple[str, bool]:
+    """Train the packaged MiniLM on the pairs unless the models folder has it already; its key, and
+    whether it was trained now. Raises TuningError for fewer pairs than one batch."""
+    from pkg.embedders.onnx_encoder import onnx_encoder
+    from pkg.embedders.sentence_transformer import packaged_minilm_path
+
+    if len(pairs) < max(settings.batch_size, 2):
+        raise TuningError(
+            f"only {len(pairs)} (docstring, code) pairs to tune on; need at least {max(settings.batch_size, 2)} "
+            "(one batch: --batch-size), from Python functions with a docstring of three words or more"
+        )
+    base = packaged_minilm_path()
+    key = model_key(pairs, settings, os.path.basename(base))
+    target = tuned_folder(models_dir, key)
+    if (target / "modules.json").exists():
+        return key, False
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    try:
+        _train(base, pairs, settings, partial, show_progress)
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(partial, target)
+    except OSError as exc:
+        raise TuningError(f"cannot save the tuned model to {target}: {exc}") from exc
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    onnx_encoder(target, models_dir)  # its query side exported now, not by the first query
+    return key, True
+
+
+def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, show_progress: bool) -> None:
+    """Fine-tune the model at base on the pairs and save it to out.
+
+    `old_fit` is sentence-transformers' own training loop (AdamW, linear warm-up then decay, gradient
+    clipping, a tqdm bar) that needs nothing more than it installs; its `fit` goes through the Trainer,
+    which needs the packages datasets and accelerate, which PKG does not install."""
+    import torch
+    from sentence_transformers import InputExample, SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from torch.utils.data import DataLoader
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    random.seed(settings.seed)
+    torch.manual_seed(settings.seed)
+    model = SentenceTransformer(base, device="cpu")
+    if not hasattr(model, "old_fit"):
+        raise TuningError("this sentence-transformers has no old_fit (3.0 to 6.2 have it): install one of those")
+    examples = [InputExample(texts=[pair.query, pair.code]) for pair in pairs]
+    order = torch.Generator().manual_seed(settings.seed)
+    # drop_last: a short final batch would hold fewer negatives than the others
+    loader: DataLoader[InputExample] = DataLoader(
+        examples,  # type: ignore[arg-type]  # a list serves as a map-style dataset
+        batch_size=settings.batch_size,
+        shuffle=True,
+        generator=order,
+        drop_last=True,
+    )
+    steps = len(loader) * settings.epochs
+    model.old_fit(
+        train_objectives=[(loader, MultipleNegativesRankingLoss(model))],
+        epochs=settings.epochs,
+        warmup_steps=math.ceil(WARMUP_SHARE * steps),
+        optimizer_params={"lr": settings.learning_rate},
+        show_progress_bar=show_progress,
+    )
+    model.save(str(out))

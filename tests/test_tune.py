@@ -1,0 +1,182 @@
+"""`pkg tune` end to end: real pairs from real standard-library modules, real sentence-transformers
+training, the real CLI; then the database, its queries, a reopened KnowledgeBase and an incremental
+build all use the tuned model, which ranks its training pairs better than the base model."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pkg.embedders.onnx_encoder import export_path
+from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pkg.embedders.tuning import Pair, TuneSettings, docstring_pair, mine_pairs, model_key, tuned_folder
+from pkg.graph import Label
+from pkg.knowledge_base import KnowledgeBase
+from pkg.schema import ImplNode
+from tests.conftest import FIXTURES, STDLIB, cli_build, run_cli
+
+#: 88 pairs (pathlib 54, fractions 15, textwrap 11, shlex 8); shlex.py is built later, incrementally.
+CORPUS = [STDLIB / "pathlib.py", STDLIB / "fractions.py", STDLIB / "textwrap.py"]
+LATER = STDLIB / "shlex.py"
+TUNE_ARGS = ("--batch-size", "8", "--epochs", "2", "--learning-rate", "5e-5")
+QUESTION = "Return a fraction from a float"
+
+
+def test_a_pair_is_the_summary_and_the_code_without_its_docstring() -> None:
+    code = (
+        'def area(r):\n    """Area of a circle\n    of radius r.\n\n    Details.\n    """\n'
+        "    pi = 3.14159\n    return pi * r * r\n"
+    )
+    assert docstring_pair(code) == Pair(
+        "Area of a circle of radius r.", "def area(r):\n    pi = 3.14159\n    return pi * r * r\n"
+    )
+    tiny = 'def one():\n    """Return the number one."""\n    return 1\n'
+    inline = 'def f(x):\n    """Return x unchanged here."""; y = x\n    z = y\n    return z\n'
+    short = 'def f(x):\n    """Return x."""\n    y = x\n    return y\n'
+    assert [docstring_pair(c) for c in (tiny, inline, short, "def f(:\n", "x = 1\n")] == [None] * 5
+
+
+def test_mining_skips_excluded_files_and_repeated_texts_and_samples_with_the_seed() -> None:
+    def function(name: str, summary: str, body: str = "x = 1") -> str:
+        return f'def {name}(x):\n    """{summary}"""\n    {body}\n    y = x\n    return y\n'
+
+    functions = [
+        ("/src/a.py", function("f", "Do the first thing.")),
+        ("/src/a.py", function("g", "do the FIRST thing.", "x = 2")),  # the same summary, case aside
+        ("/src/b.py", function("f", "Do another thing now.")),  # the same code as a.py's f
+        ("/src/held/c.py", function("h", "Do a held out thing.", "x = 3")),
+        ("/src/d.py", function("k", "Do the last thing.", "x = 4")),
+    ]
+    assert [p.query for p in mine_pairs(functions)] == [
+        "Do the first thing.",
+        "Do a held out thing.",
+        "Do the last thing.",
+    ]
+    assert [p.query for p in mine_pairs(functions, exclude=["*/held/*"])] == [
+        "Do the first thing.",
+        "Do the last thing.",
+    ]
+    sample = mine_pairs(functions, max_pairs=2, seed=3)
+    assert len(sample) == 2 and sample == mine_pairs(functions, max_pairs=2, seed=3)
+    assert {p.query for p in sample} < {p.query for p in mine_pairs(functions)}
+
+
+def test_the_key_follows_the_pairs_and_every_setting() -> None:
+    pairs = [Pair("a b c", "def f(): pass"), Pair("d e f", "def g(): pass")]
+    key = model_key(pairs, TuneSettings(), "all-MiniLM-L6-v2")
+    assert key == model_key(list(pairs), TuneSettings(), "all-MiniLM-L6-v2")
+    assert key != model_key(pairs[:1], TuneSettings(), "all-MiniLM-L6-v2")
+    assert key != model_key(pairs, TuneSettings(seed=1), "all-MiniLM-L6-v2")
+    assert key != model_key(pairs, TuneSettings(epochs=2), "all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> tuple[Path, str, str]:
+    """(database, the tuned spec, `pkg tune`'s output) after a default build of CORPUS then `pkg tune`."""
+    db = tmp_path_factory.mktemp("db")
+    cli_build(db, env, *map(str, CORPUS), "--parts", "functions", "--no-prepare-pruning")
+    done = run_cli("tune", "--db", str(db), *TUNE_ARGS, env_extra=env)
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"tuned (tuned:[0-9a-f]{16}) \(trained\) on (\d+) pairs", done.stdout)
+    assert found, done.stdout
+    return db, found.group(1), done.stdout
+
+
+def _model(spec: str, env: dict[str, str]) -> SentenceTransformerEmbedder:
+    """The tuned model itself (no embedding cache in front), in PyTorch."""
+    return SentenceTransformerEmbedder(str(tuned_folder(Path(env["PKG_CACHE_DIR"]) / "models", spec.split(":")[1])))
+
+
+def _training_pairs(db: Path, cache: Path) -> list[Pair]:
+    with KnowledgeBase(db, cache_dir=cache) as kb:
+        functions = [r for r in kb.store.label_records(Label.IMPL) if isinstance(r, ImplNode)]
+    return mine_pairs((f.source, f.text) for f in functions if "shlex" not in f.source)
+
+
+def _mrr(embedder: SentenceTransformerEmbedder, pairs: list[Pair]) -> float:
+    """Mean reciprocal rank of each pair's code among all the pairs' codes, for its summary."""
+    queries = embedder.embed_documents([p.query for p in pairs])
+    codes = embedder.embed_documents([p.code for p in pairs])
+    scores = queries @ codes.T
+    ranks = (scores > scores.diagonal()[:, None]).sum(axis=1) + 1
+    return float(np.mean(1 / ranks))
+
+
+@pytest.mark.cli
+def test_the_tuned_model_ranks_its_pairs_better_than_the_base(
+    tuned: tuple[Path, str, str], env: dict[str, str], minilm: SentenceTransformerEmbedder
+) -> None:
+    db, spec, output = tuned
+    pairs = _training_pairs(db, Path(env["PKG_CACHE_DIR"]))
+    assert f"on {len(pairs)} pairs" in output and len(pairs) >= 80
+    model = _model(spec, env)
+    base, after = _mrr(minilm, pairs), _mrr(model, pairs)
+    assert after > base + 0.02, (base, after)
+
+
+@pytest.mark.cli
+def test_the_database_queries_and_reopening_use_the_tuned_model(
+    tuned: tuple[Path, str, str], env: dict[str, str], minilm: SentenceTransformerEmbedder
+) -> None:
+    db, spec, _ = tuned
+    cache = Path(env["PKG_CACHE_DIR"])
+    stats = run_cli("stats", "--db", str(db), "--format", "json", env_extra=env)
+    assert json.loads(stats.stdout)["embedder"] == spec
+    exported = export_path(tuned_folder(cache / "models", spec.split(":")[1]), cache / "models")
+    assert exported is not None and exported.exists()  # by `pkg tune`: no query waits for the export
+    with KnowledgeBase(db, cache_dir=cache) as kb:
+        assert kb.embedder.name == spec
+        model = _model(spec, env)
+        # every IMPL holds the tuned model's vector of its text
+        rows = kb.store.texts(Label.IMPL)[::25]
+        for (node_id, _), vector in zip(rows, model.embed_documents([text for _, text in rows])):
+            hit = kb.store.search(Label.IMPL, vector, 1)[0]
+            assert hit.id == node_id and hit.score == pytest.approx(1.0, abs=1e-4)
+        query = model.embed_query(QUESTION)
+        expected = kb.store.search(Label.IMPL, query, 3)
+        base = kb.store.search(Label.IMPL, minilm.embed_query(QUESTION), 3)
+    done = run_cli("query", QUESTION, "--db", str(db), "-k", "3", "--no-prune", "--format", "json", env_extra=env)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)["results"]
+    assert [r["id"] for r in results] == [h.id for h in expected]
+    assert [r["score"] for r in results] == pytest.approx([h.score for h in expected], abs=2e-3)
+    assert [r["score"] for r in results] != pytest.approx([h.score for h in base], abs=2e-3)
+
+
+@pytest.mark.cli
+def test_tuning_again_reuses_the_model_and_a_later_build_embeds_with_it(
+    tuned: tuple[Path, str, str], env: dict[str, str]
+) -> None:
+    db, spec, _ = tuned
+    again = run_cli("tune", "--db", str(db), *TUNE_ARGS, env_extra=env)
+    assert again.returncode == 0, again.stderr
+    assert f"tuned {spec} (found in the cache)" in again.stdout and "re-embedded 0 nodes" in again.stdout
+    built = cli_build(db, env, *map(str, CORPUS), str(LATER), "--parts", "functions", "--no-prepare-pruning")
+    assert spec in built.stdout and "files built: 1 " in built.stdout
+    model = _model(spec, env)
+    with KnowledgeBase(db, cache_dir=Path(env["PKG_CACHE_DIR"])) as kb:
+        later = [r for r in kb.store.label_records(Label.IMPL) if isinstance(r, ImplNode) and r.source == str(LATER)]
+        assert len(later) > 10
+        for record, vector in zip(later, model.embed_documents([r.text for r in later])):
+            hit = kb.store.search(Label.IMPL, vector, 1)[0]
+            assert hit.id == record.id and hit.score == pytest.approx(1.0, abs=1e-4)
+
+
+@pytest.mark.cli
+def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path: Path, env: dict[str, str]) -> None:
+    done = run_cli("tune", "--db", str(tmp_path / "none"), env_extra=env)
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"pkg: no PKG database in {tmp_path / 'none'}; run `pkg build` first\n",
+    )
+    db = tmp_path / "db"
+    cli_build(db, env, str(FIXTURES / "corpus"), "--parts", "functions", "--no-prepare-pruning")
+    done = run_cli("tune", "--db", str(db), env_extra=env)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("pkg: only ") and "need at least 32" in done.stderr
+    done = run_cli("tune", "--db", str(db), "--batch-size", "1", env_extra=env)
+    assert done.returncode == 2 and "--batch-size" in done.stderr
