@@ -61,7 +61,7 @@ def main() -> None:
     notes = [
         f"- baseline: `infile` of {args.baseline}; {len(tasks)} pilot tasks; "
         "rows name their folder (layout-budget-names)",
-        *(f"- {label}: fewer tasks than the baseline (a run still going)" for label in incomplete),
+        *(f"- {label}: fewer tasks than the baseline (a partial run)" for label in incomplete),
     ]
     args.out.mkdir(parents=True, exist_ok=True)
     print(write_repo_report(args.out, records, labels, notes))

@@ -148,7 +148,7 @@ def test_a_vector_query_imports_only_what_it_uses(built: tuple[Path, Path]) -> N
         never = NOT_FOR_QUERIES if mode == "hybrid" else (*NOT_FOR_QUERIES, *LEXICAL)
         args = ("query", f"{ASKED[0]} ({mode})", "--db", str(db), "-k", "2", "--mode", mode)  # not in the cache
         answer, imported = _imported((*never, "onnxruntime"), *args, env={"PKG_CACHE_DIR": str(cache)})
-        assert "1. " in answer and imported == ["onnxruntime"], (mode, imported)
+        assert "1. " in answer and {m.split(".")[0] for m in imported} == {"onnxruntime"}, (mode, imported)
 
 
 def _model_folder(tmp_path: Path, modules: list[str], pooling: str = "pooling_mode_mean_tokens") -> Path:

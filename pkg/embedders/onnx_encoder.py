@@ -57,12 +57,8 @@ def layout(model_dir: Path) -> Layout | None:
     types = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
     if tuple(types[:2]) != _MODULES or types[2:] not in ([], [_NORMALIZE]):
         return None
-    pooling = _read_json(model_dir / modules[1].get("path", "") / "config.json")
-    flags = pooling.items() if isinstance(pooling, dict) else []
-    chosen = [key for key, on in flags if key.startswith("pooling_mode") and on is True]
-    mode = _POOLINGS.get(chosen[0]) if len(chosen) == 1 else None
-    settings = _read_json(model_dir / "sentence_bert_config.json")
-    max_tokens = settings.get("max_seq_length") if isinstance(settings, dict) else None
+    mode = _pooling(_read_json(model_dir / modules[1].get("path", "") / "config.json"))
+    max_tokens = _max_tokens(model_dir)
     if mode is None or not isinstance(max_tokens, int) or not (model_dir / "tokenizer.json").exists():
         return None
     return Layout(max_tokens, mode)
@@ -70,6 +66,27 @@ def layout(model_dir: Path) -> Layout | None:
 
 def _weights(model_dir: Path) -> Path | None:
     return next((model_dir / f for f in _WEIGHT_FILES if (model_dir / f).exists()), None)
+
+
+def _pooling(config: dict | list) -> str | None:
+    """The pooling of a Pooling module's config: sentence-transformers 6 writes `"pooling_mode": "mean"`
+    (`pkg tune`'s models), earlier versions one true `pooling_mode_*` flag (the packaged MiniLM)."""
+    if not isinstance(config, dict):
+        return None
+    if isinstance(config.get("pooling_mode"), str):
+        return config["pooling_mode"] if config["pooling_mode"] in _POOLINGS.values() else None
+    chosen = [key for key, on in config.items() if key.startswith("pooling_mode") and on is True]
+    return _POOLINGS.get(chosen[0]) if len(chosen) == 1 else None
+
+
+def _max_tokens(model_dir: Path) -> int | None:
+    """The model's input length: sentence_bert_config's max_seq_length, which sentence-transformers 6 no
+    longer writes; it keeps the length as the tokenizer's model_max_length."""
+    for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+        settings = _read_json(model_dir / name)
+        if isinstance(settings, dict) and isinstance(settings.get(key), int):
+            return int(settings[key])
+    return None
 
 
 def export_path(model_dir: Path, folder: Path) -> Path | None:
