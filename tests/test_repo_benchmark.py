@@ -354,6 +354,19 @@ def test_the_cli_refuses_an_unknown_repository_arm(tmp_path: Path) -> None:
     assert not (tmp_path / "run" / "pkg").exists()
 
 
+@pytest.mark.cli
+@pytest.mark.llm
+def test_the_cli_builds_the_packages_pkgs_where_db_says(tmp_path: Path) -> None:
+    db, out = tmp_path / "pkgs", tmp_path / "run"
+    done = run_cli(
+        "compare", "--benchmark", "repo", "--arms", "infile", "--limit", "1", "--embedder", "static",
+        "--generator", "llama:smollm2-135m", "--max-new-tokens", "8", "--db", str(db), "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (db / "tenacity").is_dir() and not (out / "pkg").exists()
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1
+
+
 @pytest.fixture(scope="module")
 def tenacity_pkg(module_embedder: Embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("repo-pkg")

@@ -208,7 +208,7 @@ def compare(
     out = out_dir or Path(f"compare-{benchmark}")
     if benchmark == REPO:
         choices = RepoChoices(arms, layout, context_budget, names, pilot, limit)
-        _compare_repo(choices, generator_spec, out, max_new_tokens, embedder, store, cache_dir)
+        _compare_repo(choices, generator_spec, out, db_dir or out / "pkg", max_new_tokens, embedder, store, cache_dir)
         return
     chosen = parse_arms(arms)
     problems = load_problems(benchmark, mbpp_path, limit)
@@ -280,12 +280,14 @@ def _compare_repo(
     choices: RepoChoices,
     generator_spec: str,
     out: Path,
+    db_root: Path,
     max_new_tokens: int,
     embedder: str,
     store: str,
     cache_dir: Path,
 ) -> None:
-    """`pkg compare --benchmark repo`: one PKG per package under <out>/pkg, then every task's arms."""
+    """`pkg compare --benchmark repo`: one PKG per package under db_root (--db, else <out>/pkg), then every
+    task's arms."""
     from pkg.benchmarks.repo import PER_STRATUM, PILOT_PER_STRATUM, load_repo_tasks
     from pkg.evaluation.repo import (
         MAX_NEW_TOKENS,
@@ -308,8 +310,8 @@ def _compare_repo(
     bars = StageBars()
     generator = CachedGenerator(make_generator(generator_spec), GenerationCache(out / "generations.jsonl"))
     try:
-        sizes = build_repositories(out / "pkg", embedder, cache_dir, bars)
-        run = RepoRun(tasks, chosen, generator, out / "pkg", out, embedder, cache_dir)
+        sizes = build_repositories(db_root, embedder, cache_dir, bars)
+        run = RepoRun(tasks, chosen, generator, db_root, out, embedder, cache_dir)
         run.params = repo_params(min(max_new_tokens, MAX_NEW_TOKENS))
         run.layouts, run.budget, run.names = layouts, choices.budget, choices.names
         records = run_repo(run, bars)
