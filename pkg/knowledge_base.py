@@ -259,8 +259,8 @@ class KnowledgeBase:
     ) -> DefinitionsContext:
         """The definitions, from other files of the PKG, of the names the code at `path` uses at `line`
         (default: its end), as stubs within `budget` tokens (default 512); `text` is the code being written
-        there when it differs from the file (or the file is not on disk). `names` takes those used near the
-        line (default) or all of the file's; with `gate` auto (default) nothing is returned for code that uses
+        there when it differs from the file (or the file is not on disk). `names` takes all of the file's
+        (default) or those used near the line; with `gate` auto (default) nothing is returned for code that uses
         only its own file's names and the builtins, or names the graph does not hold (`.gated` says which).
         The options are `retrieval.definitions.ContextOptions`."""
         from retrieval.definitions import definitions_context  # noqa: PLC0415 (as in `build`)

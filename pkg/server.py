@@ -51,7 +51,7 @@ from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.progress import Progress
 from pkg.schema import BlockNode
-from retrieval.definitions import DEFAULT_BUDGET, Gate, Reach
+from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach
 from retrieval.expand import Expand
 from retrieval.lexical import UNITS
 from retrieval.search import MODES, Mode, Neighbour, Options, Result
@@ -616,11 +616,12 @@ class Tools:
                 description="near: the names used in the enclosing top-level function or class; all: the file's.",
                 json_schema_extra={"enum": [r.value for r in Reach]},
             ),
-        ] = Reach.NEAR.value,
+        ] = DEFAULT_REACH.value,
         gate: Annotated[
             str,
             Field(
-                description="auto: no context for code that uses only its own file's names and the builtins; "
+                description="auto: no context when the code near the line uses only its own file's names and the "
+                "builtins; "
                 "always: context whatever it uses.",
                 json_schema_extra={"enum": [g.value for g in Gate]},
             ),

@@ -40,7 +40,7 @@ def _named(definitions: list[Definition]) -> dict[str, Definition]:
 def test_a_function_gets_the_definitions_it_imports(kb: KnowledgeBase) -> None:
     """checkout (pricing.py:6-9) uses Cart (an annotation), TAX_RATE (re-exported by the package's
     __init__) and u.round_money (`import shop.util as u`)."""
-    found = kb.context_at(_at("pricing.py"), 9)
+    found = kb.context_at(_at("pricing.py"), 9, names="near")
     assert found.gated is None
     named = _named(found.definitions)
     # Record, Cart's base, is no name of checkout's: PageRank reaches it from Cart, below what the code uses;
@@ -81,10 +81,12 @@ def test_self_calls_reach_the_base_class_in_another_file(kb: KnowledgeBase) -> N
 
 
 def test_the_gate_gives_nothing_to_code_that_needs_nothing_from_elsewhere(kb: KnowledgeBase) -> None:
-    gated = kb.context_at(_at("pricing.py"), 14)  # double(): a comprehension over its parameter
+    # double(): a comprehension over its parameter; the rest of the file uses imports (names="all", the
+    # default, takes them), but the gate reads the code near the line
+    gated = kb.context_at(_at("pricing.py"), 14)
     assert (gated.definitions, gated.text, gated.used) == ([], "", [])
     assert gated.gated and "own file" in gated.gated
-    assert kb.context_at(_at("pricing.py"), 14, gate="always").definitions == []
+    assert kb.context_at(_at("pricing.py"), 14, names="near", gate="always").definitions == []
     everything = kb.context_at(_at("pricing.py"), 14, names="all", gate="always")
     assert {d.name for d in everything.definitions} == {"Cart", "TAX_RATE", "round_money", "Record", "shop.util"}
     outside = kb.context_at(_at("x.py"), 2, "import os\nos.getcwd()\n")

@@ -237,7 +237,7 @@ def test_layouts_parse_per_arm() -> None:
         "defs": "chat-context-first",
         "func-pkg": "repo",
     }
-    assert parse_layouts("func-pkg=repo", arms)["infile"] == "chat"
+    assert parse_layouts("func-pkg=chat", arms)["infile"] == "repo"  # arms not named get DEFAULT_LAYOUT
     with pytest.raises(ConfigError, match="chat-context-first"):
         parse_layouts("fim", arms)
     with pytest.raises(ConfigError, match="unknown repository arm 'nope'"):

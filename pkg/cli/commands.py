@@ -19,7 +19,7 @@ from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.embedders.tuning import TuneSettings
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
-from retrieval.definitions import DEFAULT_BUDGET, Gate, Reach, context_prompt
+from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach, context_prompt
 from retrieval.expand import EXPAND_BUDGET, Expand
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
 from retrieval.lexical import UNITS
@@ -421,7 +421,7 @@ def names_option(help_text: str) -> Any:
     return click.option(
         "--names",
         type=click.Choice([r.value for r in Reach]),
-        default=Reach.NEAR.value,
+        default=DEFAULT_REACH.value,
         show_default=True,
         help=help_text,
     )
@@ -453,13 +453,17 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
     show_default=True,
     help="Tokens of context at most.",
 )
-@names_option("Define the names used near the line (its enclosing top-level function or class), or all of the file's.")
+@names_option(
+    "Define all of the file's names (nearest the line first), or only those used near the line (its enclosing "
+    "top-level function or class)."
+)
 @click.option(
     "--gate",
     type=click.Choice([g.value for g in Gate]),
     default=Gate.AUTO.value,
     show_default=True,
-    help="auto: nothing for code that uses only its own file's names and the builtins; always: whatever it uses.",
+    help="auto: nothing when the code near the line uses only its own file's names and the builtins; "
+    "always: whatever it uses.",
 )
 @format_option(
     ["text", "json", "prompt"],

@@ -42,7 +42,7 @@ from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.generators.base import Completion, GenerationParams, Generator, Message
 from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
-from retrieval.definitions import DefinitionsContext, Reach
+from retrieval.definitions import DEFAULT_REACH, DefinitionsContext
 from retrieval.prompt import ContextItem
 from retrieval.search import Mode, Neighbour, Options, Result
 from retrieval.tokenize import estimate_tokens
@@ -159,7 +159,9 @@ LAYOUTS: dict[str, Layout] = {
         ),
     )
 }
-DEFAULT_LAYOUT = "chat"
+#: Chosen on the pilot (60 tasks): in-file alone scores 0.515 edit similarity as raw completion in the
+#: repository format against 0.397 in the chat layout, and no context arm is better in another layout.
+DEFAULT_LAYOUT = "repo"
 
 
 def parse_layouts(spec: str, arms: Sequence[str]) -> dict[str, str]:
@@ -460,7 +462,7 @@ class RepoRun:
     params: GenerationParams = field(default_factory=lambda: repo_params(MAX_NEW_TOKENS))
     layouts: Mapping[str, str] = field(default_factory=dict)  # arm -> layout; DEFAULT_LAYOUT if absent
     budget: int = REPO_CONTEXT_BUDGET
-    names: str = Reach.NEAR.value
+    names: str = DEFAULT_REACH.value
 
 
 @dataclass(frozen=True)
@@ -469,7 +471,7 @@ class ContextSettings:
     the definitions arms stub (`near` the line or `all`)."""
 
     budget: int = REPO_CONTEXT_BUDGET
-    names: str = Reach.NEAR.value
+    names: str = DEFAULT_REACH.value
     count_tokens: Callable[[str], int] = estimate_tokens
 
 
