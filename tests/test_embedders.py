@@ -22,6 +22,13 @@ from pkg.indexing import EMBED_BATCH, embed_texts
 from pkg.progress import no_progress
 from tests.http_stub import JsonHandler
 
+#: Three functions of unrelated jobs (sort, fetch a page, read a config): what the ranking tests search.
+RANKED_DOCS = [
+    "def sort_numbers(values):\n    return sorted(values)",
+    "def fetch_page(url):\n    import urllib.request\n    return urllib.request.urlopen(url).read()",
+    "def read_config(path):\n    import json\n    with open(path) as f:\n        return json.load(f)",
+]
+
 
 def test_minilm_loads_offline_and_gives_unit_vectors(minilm: SentenceTransformerEmbedder) -> None:
     vectors = minilm.embed_documents(["def add(a, b):\n    return a + b", "for x in items:\n    print(x)"])
@@ -31,14 +38,9 @@ def test_minilm_loads_offline_and_gives_unit_vectors(minilm: SentenceTransformer
 
 
 def test_minilm_ranks_related_code_first(minilm: SentenceTransformerEmbedder) -> None:
-    docs = [
-        "def sort_numbers(values):\n    return sorted(values)",
-        "def fetch_page(url):\n    import urllib.request\n    return urllib.request.urlopen(url).read()",
-        "def read_config(path):\n    import json\n    with open(path) as f:\n        return json.load(f)",
-    ]
-    scores = minilm.embed_documents(docs) @ minilm.embed_query("download a web page from a url")
+    scores = minilm.embed_documents(RANKED_DOCS) @ minilm.embed_query("download a web page from a url")
     assert int(np.argmax(scores)) == 1
-    scores = minilm.embed_documents(docs) @ minilm.embed_query("sort a list of numbers in ascending order")
+    scores = minilm.embed_documents(RANKED_DOCS) @ minilm.embed_query("sort a list of numbers in ascending order")
     assert int(np.argmax(scores)) == 0
 
 
@@ -286,12 +288,7 @@ def test_static_vectors_are_unit_and_rank_related_code_first(static_folder: Path
     from pkg.embedders.static import StaticEmbedder
 
     static = StaticEmbedder(static_folder / "models")
-    docs = [
-        "def sort_numbers(values):\n    return sorted(values)",
-        "def fetch_page(url):\n    import urllib.request\n    return urllib.request.urlopen(url).read()",
-        "def read_config(path):\n    import json\n    with open(path) as f:\n        return json.load(f)",
-    ]
-    vectors = static.embed_documents([*docs, ""])
+    vectors = static.embed_documents([*RANKED_DOCS, ""])
     assert vectors.shape == (4, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, rtol=1e-5)
     assert not vectors[3].any()  # no tokens, no direction
