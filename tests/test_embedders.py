@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import base64
 import platform
-import threading
 from collections.abc import Iterator, Sequence
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +18,7 @@ from pkg.errors import ConfigError, EmbedderError
 from pkg.graph import text_hash
 from pkg.indexing import EMBED_BATCH, embed_texts
 from pkg.progress import no_progress
-from tests.http_stub import JsonHandler
+from tests.http_stub import JsonHandler, StubServer
 
 #: Three functions of unrelated jobs (sort, fetch a page, read a config): what the ranking tests search.
 RANKED_DOCS = [
@@ -210,12 +208,8 @@ class VoyageStub(JsonHandler):
 @pytest.fixture()
 def voyage_url() -> Iterator[str]:
     VoyageStub.requests, VoyageStub.status = [], 200
-    server = ThreadingHTTPServer(("127.0.0.1", 0), VoyageStub)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with StubServer(VoyageStub) as server:
+        yield server.url
 
 
 def test_voyage_client_speaks_the_api(voyage_url: str) -> None:
