@@ -256,17 +256,8 @@ def test_pkg_generate_has_the_model_write_tests_and_chooses_by_them(corpus_db: P
 
     stub = ChatServer(answer).start()
     try:
-        options = [
-            "--arms",
-            "norag,func-bm25",
-            "--policy",
-            "codet",
-            "--generator",
-            "openai:stub",
-            "--db",
-            str(corpus_db),
-        ]
-        options += ["--max-new-tokens", "64"]  # the code's budget; the tests have their own
+        options = ["--arms", "norag,func-bm25", "--policy", "codet", "--generator", "openai:stub"]
+        options += ["--db", str(corpus_db), "--max-new-tokens", "64"]  # 64: the code's budget; the tests have their own
         result = _generate(
             PRIME,
             *options,
