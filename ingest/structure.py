@@ -34,7 +34,7 @@ from tree_sitter import Node as TsNode
 from ingest.python_types import TypeFacts, accesses, type_facts
 from pkg.code.languages import LANGUAGES, node_text
 from pkg.code.stubs import first_lines, python_stubs
-from pkg.code.syntax_tree import parse_python, parser
+from pkg.code.syntax_tree import UNPARSABLE, parse_python, parser
 from pkg.graph import Label, content_id, text_hash
 from pkg.schema import ClassNode, Contains, FileNode, Imports, ModuleNode, NameNode, NodeRecord, RelRecord
 
@@ -153,7 +153,7 @@ def python_structure(source: str, text: str, tree: ast.Module | None = None, typ
     if tree is None:
         try:
             tree = parse_python(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        except UNPARSABLE:
             return found
     module = found.module or ""
     package = module if path.stem == "__init__" else module.rpartition(".")[0]

@@ -28,6 +28,8 @@ MIB = 1024 * 1024
 #: at the default) while the files it turns away are mostly generated (amalgamations, bundles, data dumps).
 #: `pkg build --max-file-size` changes it.
 MAX_FILE_BYTES = 16 * MIB
+#: The OpenAI API, where the OpenAI-compatible clients (the embedder and the generator) go unless told otherwise.
+OPENAI_API_URL = "https://api.openai.com/v1"
 
 
 def default_db_dir() -> Path:
@@ -48,3 +50,8 @@ def positive_setting(value: int | None, variable: str, default: int) -> int:
     if not str(raw).isdigit() or int(raw) < 1:
         raise ConfigError(f"{variable} must be a positive whole number, not {raw!r}")
     return int(raw)
+
+
+def first_env(*names: str) -> str | None:
+    """The value of the first of these environment variables that is set and not empty."""
+    return next((os.environ[name] for name in names if os.environ.get(name)), None)

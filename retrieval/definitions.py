@@ -37,7 +37,7 @@ from ingest.link import Linker
 from ingest.structure import python_structure, tree_structure
 from pkg.code.languages import language_for
 from pkg.code.signatures import signature
-from pkg.code.syntax_tree import parse_python
+from pkg.code.syntax_tree import UNPARSABLE, parse_python
 from pkg.errors import ConfigError
 from pkg.graph import text_hash
 from pkg.schema import ClassNode, FileNode, NameNode
@@ -288,7 +288,7 @@ def _indexed_code(index: CodeIndex, stored: FileNode, text: str, line: int) -> C
     start, end = span
     try:
         tree = parse_python("\n".join(text.splitlines()[start - 1 : end]))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except UNPARSABLE:
         return None
     ast.increment_lineno(tree, start - 1)
     code = CodeAtHand(stored.source, "python", line, stored, tree=tree, text=text, whole=False)
@@ -343,7 +343,7 @@ def _lenient_parse(text: str, line: int) -> tuple[ast.Module | None, str]:
     for candidate in (text, "\n".join([*head, indent + "    pass"]), "\n".join([*head[:-1], indent + "pass"])):
         try:
             return parse_python(candidate), candidate
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        except UNPARSABLE:
             continue
     return None, text
 

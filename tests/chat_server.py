@@ -8,10 +8,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.http_stub import JsonHandler
+from tests.http_stub import JsonHandler, StubServer
 
 #: (HTTP status, JSON body) for a request body.
 Answer = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
@@ -51,11 +50,11 @@ class _Handler(JsonHandler):
         self.reply_json(status, payload)
 
 
-class ChatServer(ThreadingHTTPServer):
-    """Serves on 127.0.0.1 in a thread from `start()` to `stop()`; `url` is the API's base URL."""
+class ChatServer(StubServer):
+    """The chat API's stub; see the module docstring."""
 
     def __init__(self, answer: Answer, delay: float = 0.0) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.answer = answer
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
@@ -76,22 +75,3 @@ class ChatServer(ThreadingHTTPServer):
         finally:
             with self._counting:
                 self.in_flight -= 1
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    def start(self) -> ChatServer:
-        # A short poll: shutdown() waits for it, once per test.
-        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
-
-    def __enter__(self) -> ChatServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -192,6 +192,14 @@ def env(tmp_path_factory: pytest.TempPathFactory, minilm_export: Path) -> dict[s
     return {"PKG_CACHE_DIR": str(cache)}
 
 
+@pytest.fixture(scope="module")
+def corpus_db(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
+    """A database `pkg build` made of tests/fixtures/corpus, for one test module's CLI runs."""
+    folder = tmp_path_factory.mktemp("db")
+    cli_build(folder, env, str(FIXTURES / "corpus"))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Bolt URI of a real Neo4j: NEO4J_URI if set (its database gets wiped!), else a local one

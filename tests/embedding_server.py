@@ -10,10 +10,9 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.http_stub import JsonHandler
+from tests.http_stub import JsonHandler, StubServer
 
 DIM = 256
 
@@ -62,12 +61,12 @@ class _Handler(JsonHandler):
         }
 
 
-class EmbeddingServer(ThreadingHTTPServer):
-    """Serves on 127.0.0.1 in a thread from `start()` to `stop()`; `url` is the API's base URL.
-    `failures` holds the statuses of the next answers (one each, then 200s)."""
+class EmbeddingServer(StubServer):
+    """The embeddings API's stub (see the module docstring); `failures` holds the statuses of the next
+    answers (one each, then 200s)."""
 
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.failures: list[int] = []
         self.delay: Callable[[list[str]], float] = lambda texts: 0.0
         self.requests: list[dict[str, Any]] = []
@@ -76,10 +75,6 @@ class EmbeddingServer(ThreadingHTTPServer):
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -99,11 +94,3 @@ class EmbeddingServer(ThreadingHTTPServer):
         with self._lock:
             self._in_flight -= 1
             self.finished.append(texts)
-
-    def start(self) -> EmbeddingServer:
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()

@@ -32,7 +32,6 @@ from rerank.policies.written_tests import (
 from rerank.sandbox import Sandbox
 from rerank.sandbox.bwrap import BwrapSandbox
 from tests.chat_server import ChatServer, completion
-from tests.conftest import FIXTURES, cli_build
 from tests.test_generate import PRIME, RIGHT, WRONG, _generate, end_to_end
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -242,18 +241,11 @@ def test_smollm2_writes_cached_tests_and_codet_chooses_among_committed_candidate
     assert "| codet |" in (tmp_path / "b" / "policies.md").read_text()
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
-    folder = tmp_path_factory.mktemp("db")
-    cli_build(folder, env, str(FIXTURES / "corpus"))
-    return folder
-
-
 PRIME_TESTS = "```python\nassert is_prime(7) == True\nassert is_prime(2) == True\nassert is_prime(1) == False\n```"
 
 
 @end_to_end
-def test_pkg_generate_has_the_model_write_tests_and_chooses_by_them(db: Path, tmp_path: Path) -> None:
+def test_pkg_generate_has_the_model_write_tests_and_chooses_by_them(corpus_db: Path, tmp_path: Path) -> None:
     """NoRAG's candidate passes the examples only by luck (n % 2 == 1); the tests the model writes tell."""
 
     def answer(body: dict) -> tuple[int, dict]:
@@ -264,8 +256,8 @@ def test_pkg_generate_has_the_model_write_tests_and_chooses_by_them(db: Path, tm
 
     stub = ChatServer(answer).start()
     try:
-        options = ["--arms", "norag,func-bm25", "--policy", "codet", "--generator", "openai:stub", "--db", str(db)]
-        options += ["--max-new-tokens", "64"]  # the code's budget; the tests have their own
+        options = ["--arms", "norag,func-bm25", "--policy", "codet", "--generator", "openai:stub"]
+        options += ["--db", str(corpus_db), "--max-new-tokens", "64"]  # 64: the code's budget; the tests have their own
         result = _generate(
             PRIME,
             *options,

@@ -19,6 +19,7 @@ from rerank.sandbox import Sandbox
 from rerank.sandbox.bwrap import BwrapSandbox
 from tests.conftest import MBPP_DIR as MBPP
 from tests.conftest import run_cli
+from tests.helpers import judged
 
 DOCS_PAGE = Path("/usr/share/doc/python3.11/html/_sources/tutorial/datastructures.rst.txt")
 ARMS = ["norag", "bm25", "func-pkg", "block-pkg", "json-pkg", *DERIVED, "norag@2"]
@@ -146,17 +147,7 @@ def test_the_default_policy_chooses_by_tests_the_model_wrote_once_per_problem(co
 
 
 def _record(arm: str, passed: bool, similarity: float) -> Record:
-    return Record(
-        "T/1",
-        arm,
-        passed,
-        "passed" if passed else "failed",
-        None if passed else "AssertionError",
-        code=f"# {arm}",
-        parses=True,
-        runs=True,
-        similarity=similarity,
-    )
+    return judged("T/1", arm, passed, code=f"# {arm}", parses=True, runs=True, similarity=similarity)
 
 
 def test_the_rerankers_never_use_the_verdict_and_the_oracle_does() -> None:
@@ -180,8 +171,8 @@ def test_reranked_takes_the_policys_choice_where_the_paper_takes_the_most_simila
     correct = problem.prompt + problem.canonical_solution
     seen = {"parses": True, "runs": True}
     candidates = [
-        Record(problem.task_id, "norag", False, "failed", "AssertionError", code=wrong, similarity=0.9, **seen),
-        Record(problem.task_id, "func-pkg", True, "passed", None, code=correct, similarity=0.1, **seen),
+        judged(problem.task_id, "norag", False, code=wrong, similarity=0.9, **seen),
+        judged(problem.task_id, "func-pkg", True, code=correct, similarity=0.1, **seen),
     ]
     selections = policy_choices(candidates, {problem.task_id: problem}, sandbox, POLICIES[DEFAULT_POLICY])
     reranked = derive("reranked", problem.task_id, candidates, selections[problem.task_id])

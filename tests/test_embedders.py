@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import base64
 import platform
-import threading
 from collections.abc import Iterator, Sequence
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +18,14 @@ from pkg.errors import ConfigError, EmbedderError
 from pkg.graph import text_hash
 from pkg.indexing import EMBED_BATCH, embed_texts
 from pkg.progress import no_progress
-from tests.http_stub import JsonHandler
+from tests.http_stub import JsonHandler, StubServer
+
+#: Three functions of unrelated jobs (sort, fetch a page, read a config): what the ranking tests search.
+RANKED_DOCS = [
+    "def sort_numbers(values):\n    return sorted(values)",
+    "def fetch_page(url):\n    import urllib.request\n    return urllib.request.urlopen(url).read()",
+    "def read_config(path):\n    import json\n    with open(path) as f:\n        return json.load(f)",
+]
 
 
 def test_minilm_loads_offline_and_gives_unit_vectors(minilm: SentenceTransformerEmbedder) -> None:
@@ -31,14 +36,9 @@ def test_minilm_loads_offline_and_gives_unit_vectors(minilm: SentenceTransformer
 
 
 def test_minilm_ranks_related_code_first(minilm: SentenceTransformerEmbedder) -> None:
-    docs = [
-        "def sort_numbers(values):\n    return sorted(values)",
-        "def fetch_page(url):\n    import urllib.request\n    return urllib.request.urlopen(url).read()",
-        "def read_config(path):\n    import json\n    with open(path) as f:\n        return json.load(f)",
-    ]
-    scores = minilm.embed_documents(docs) @ minilm.embed_query("download a web page from a url")
+    scores = minilm.embed_documents(RANKED_DOCS) @ minilm.embed_query("download a web page from a url")
     assert int(np.argmax(scores)) == 1
-    scores = minilm.embed_documents(docs) @ minilm.embed_query("sort a list of numbers in ascending order")
+    scores = minilm.embed_documents(RANKED_DOCS) @ minilm.embed_query("sort a list of numbers in ascending order")
     assert int(np.argmax(scores)) == 0
 
 
@@ -208,12 +208,8 @@ class VoyageStub(JsonHandler):
 @pytest.fixture()
 def voyage_url() -> Iterator[str]:
     VoyageStub.requests, VoyageStub.status = [], 200
-    server = ThreadingHTTPServer(("127.0.0.1", 0), VoyageStub)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with StubServer(VoyageStub) as server:
+        yield server.url
 
 
 def test_voyage_client_speaks_the_api(voyage_url: str) -> None:
@@ -286,12 +282,7 @@ def test_static_vectors_are_unit_and_rank_related_code_first(static_folder: Path
     from pkg.embedders.static import StaticEmbedder
 
     static = StaticEmbedder(static_folder / "models")
-    docs = [
-        "def sort_numbers(values):\n    return sorted(values)",
-        "def fetch_page(url):\n    import urllib.request\n    return urllib.request.urlopen(url).read()",
-        "def read_config(path):\n    import json\n    with open(path) as f:\n        return json.load(f)",
-    ]
-    vectors = static.embed_documents([*docs, ""])
+    vectors = static.embed_documents([*RANKED_DOCS, ""])
     assert vectors.shape == (4, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, rtol=1e-5)
     assert not vectors[3].any()  # no tokens, no direction

@@ -15,7 +15,7 @@ import pytest
 from pkg.evaluation.generate import DEFAULT_ARMS, parse_examples, parse_task
 from rerank.policies import DEFAULT_POLICY
 from tests.chat_server import ChatServer, completion
-from tests.conftest import FIXTURES, cli_build, run_cli
+from tests.conftest import run_cli
 
 ADD = "def add(a: int, b: int) -> int: '''Return the sum. >>> add(2, 3) 5'''"
 PRIME = '''def is_prime(n: int) -> bool:
@@ -70,13 +70,6 @@ def end_to_end(test: Callable[..., None]) -> Callable[..., None]:
     return test
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
-    folder = tmp_path_factory.mktemp("db")
-    cli_build(folder, env, str(FIXTURES / "corpus"))
-    return folder
-
-
 def _generate(*args: str, env: dict[str, str]) -> Any:
     done = run_cli("generate", *args, "--format", "json", env_extra=env)
     assert done.returncode == 0, done.stderr
@@ -86,9 +79,9 @@ def _generate(*args: str, env: dict[str, str]) -> Any:
 @end_to_end
 @pytest.mark.llm
 def test_smollm2_candidates_are_checked_and_the_best_checked_is_chosen(
-    db: Path, env: dict[str, str], tmp_path: Path
+    corpus_db: Path, env: dict[str, str], tmp_path: Path
 ) -> None:
-    options = ["--db", str(db), "--generator", "llama:smollm2-135m", "--max-new-tokens", "128"]
+    options = ["--db", str(corpus_db), "--generator", "llama:smollm2-135m", "--max-new-tokens", "128"]
     text = run_cli("generate", ADD, *options, env_extra=env)
     assert text.returncode == 0, text.stderr
     ast.parse(text.stdout)  # the code, then the evidence as comments
@@ -114,7 +107,7 @@ def test_smollm2_candidates_are_checked_and_the_best_checked_is_chosen(
 
 @end_to_end
 @pytest.mark.llm
-def test_a_prose_task_with_an_examples_file(db: Path, env: dict[str, str], tmp_path: Path) -> None:
+def test_a_prose_task_with_an_examples_file(corpus_db: Path, env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "examples.txt").write_text("# the function to write\n>>> reverse_words('a b c')\n'c b a'\n")
     result = _generate(
         "Write a function that reverses the order of the words in a sentence.",
@@ -123,7 +116,7 @@ def test_a_prose_task_with_an_examples_file(db: Path, env: dict[str, str], tmp_p
         "--arms",
         "norag,func-bm25",
         "--db",
-        str(db),
+        str(corpus_db),
         "--generator",
         "llama:smollm2-135m",
         "--max-new-tokens",
@@ -159,7 +152,7 @@ def _by_arm(right_arm: str) -> Callable[[dict[str, Any]], tuple[int, dict[str, A
     ],
 )
 def test_the_candidate_that_passes_the_examples_is_chosen(
-    right_arm: str, policy: str, stage: str, db: Path, tmp_path: Path
+    right_arm: str, policy: str, stage: str, corpus_db: Path, tmp_path: Path
 ) -> None:
     stub = ChatServer(_by_arm(right_arm), delay=0.3).start()
     try:
@@ -172,7 +165,7 @@ def test_the_candidate_that_passes_the_examples_is_chosen(
             "--generator",
             "openai:stub",
             "--db",
-            str(db),
+            str(corpus_db),
             "--concurrency",
             "2",
             env={"PKG_OPENAI_BASE_URL": stub.url, "PKG_OPENAI_API_KEY": "k", "PKG_CACHE_DIR": str(tmp_path)},

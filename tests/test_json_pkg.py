@@ -11,12 +11,9 @@ from ingest.json_graph import json_graph
 from pkg.embedders import CachedEmbedder
 from pkg.graph import Label, Rel
 from pkg.stores.base import GraphStore
-from pkg.stores.embedded import EmbeddedStore
-from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.search import Options, retrieve
 from tests.conftest import FIXTURES, STORE_KINDS
-from tests.helpers import build
-from tests.neo4j_server import wipe
+from tests.helpers import build, empty_store
 
 DOCS = Path("/usr/share/doc/python3.11/html/_sources/tutorial")
 CORPUS = [DOCS / "introduction.rst.txt", DOCS / "controlflow.rst.txt", FIXTURES / "json", FIXTURES / "tutorials"]
@@ -72,12 +69,7 @@ def test_empty_keys_keep_paths_and_ids_apart() -> None:
 def store(
     request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GraphStore]:
-    if request.param == "embedded":
-        opened: GraphStore = EmbeddedStore(tmp_path_factory.mktemp("db"), create=True)
-    else:
-        uri = request.getfixturevalue("neo4j_uri")
-        wipe(uri)
-        opened = Neo4jStore(uri)
+    opened = empty_store(request.param, tmp_path_factory.mktemp("db"), request)
     build(CORPUS, opened, module_embedder, parts=("json",))
     yield opened
     opened.close()

@@ -15,14 +15,12 @@ from pkg.embedders import CachedEmbedder
 from pkg.errors import ConfigError, StoreError, StoreNotFoundError
 from pkg.graph import Label
 from pkg.stores.base import GraphStore
-from pkg.stores.embedded import EmbeddedStore
-from pkg.stores.neo4j_store import Neo4jStore
 from retrieval.bm25 import BM25Index
 from retrieval.fusion import reciprocal_rank_fusion
 from retrieval.lexical import open_index, refresh_indexes
 from retrieval.search import Neighbour, Options, retrieve
 from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, STORE_KINDS, run_cli
-from tests.helpers import build
+from tests.helpers import build, empty_store
 from tests.neo4j_server import wipe
 
 CORPUS = [*STDLIB_SLICE, STDLIB / "shlex.py", FIXTURES / "corpus"]
@@ -44,12 +42,7 @@ def built(
     request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Built]:
     db_dir = tmp_path_factory.mktemp(request.param)
-    if request.param == "embedded":
-        store: GraphStore = EmbeddedStore(db_dir, create=True)
-    else:
-        uri = request.getfixturevalue("neo4j_uri")
-        wipe(uri)
-        store = Neo4jStore(uri)
+    store = empty_store(request.param, db_dir, request)
     build(CORPUS, store, module_embedder)
     refresh_indexes(store, db_dir)
     yield Built(store, db_dir, module_embedder)
@@ -194,12 +187,7 @@ def test_bm25_query_needs_no_embedder_and_follows_a_narrower_rebuild(tmp_path: P
 def test_pruning_in_other_languages_keeps_valid_code(
     kind: str, request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
-    if kind == "embedded":
-        store: GraphStore = EmbeddedStore(tmp_path, create=True)
-    else:
-        uri = request.getfixturevalue("neo4j_uri")
-        wipe(uri)
-        store = Neo4jStore(uri)
+    store = empty_store(kind, tmp_path, request)
     try:
         build(sorted((FIXTURES / "languages").glob("[sS]ample.*")), store, module_embedder)
         query = "exponential backoff: a list of delays doubling in milliseconds"
@@ -212,4 +200,4 @@ def test_pruning_in_other_languages_keeps_valid_code(
     finally:
         store.close()
         if kind == "neo4j":
-            wipe(uri)
+            wipe(request.getfixturevalue("neo4j_uri"))

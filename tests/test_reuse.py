@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pkg.evaluation.report import markdown_table, summarise
 from pkg.evaluation.reuse import reuses_context
-from pkg.evaluation.run import Record
+from tests.helpers import judged
 
 RETRIEVED = """def sort_tuple(tup):
     n = len(tup)
@@ -42,23 +42,13 @@ def test_short_lines_comments_and_nested_names_do_not_count() -> None:
 
 
 def test_the_table_counts_reuse_against_norag_on_the_same_problems() -> None:
-    def record(task: str, arm: str, passed: bool, reused: bool | None) -> Record:
-        return Record(
-            task,
-            arm,
-            passed,
-            "passed" if passed else "failed",
-            None if passed else "AssertionError",
-            reuses_context=reused,
-        )
-
     records = [
-        record("T/1", "norag", True, None),
-        record("T/2", "norag", True, None),
-        record("T/3", "norag", False, None),
-        record("T/1", "func-pkg", False, True),
-        record("T/2", "func-pkg", True, True),
-        record("T/3", "func-pkg", True, False),
+        judged("T/1", "norag", True),
+        judged("T/2", "norag", True),
+        judged("T/3", "norag", False),
+        judged("T/1", "func-pkg", False, reuses_context=True),
+        judged("T/2", "func-pkg", True, reuses_context=True),
+        judged("T/3", "func-pkg", True, reuses_context=False),
     ]
     norag, func = summarise(records, ["norag", "func-pkg"])
     assert (norag.reused, norag.reused_passed, norag.reused_baseline) == (None, None, None)

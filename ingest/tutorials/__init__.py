@@ -121,9 +121,26 @@ def _end_list(items: list[str], out: list[Block]) -> None:
         items.clear()
 
 
+def indent_of(line: str) -> int:
+    """How many whitespace characters the line starts with."""
+    return len(line) - len(line.lstrip())
+
+
+def indented_end(lines: Sequence[str], start: int, indent: int = 1) -> int:
+    """End of the run of lines from `start` indented by `indent` or more, blank lines inside it included
+    (Markdown's indented code and footnotes: 4; reStructuredText's indented blocks: any indent)."""
+    end = start
+    for k in range(start, len(lines)):
+        if lines[k] and indent_of(lines[k]) < indent:
+            break
+        if lines[k]:
+            end = k + 1
+    return end
+
+
 def dedent(lines: Sequence[str], most: int | None = None) -> list[str]:
     """Remove the common leading spaces of the non-blank lines (at most `most` of them)."""
-    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    indents = [indent_of(line) for line in lines if line.strip()]
     cut = min(indents, default=0) if most is None else min([most, *indents])
     return [line[cut:] for line in lines]
 

@@ -20,6 +20,8 @@ from ingest.tutorials import (
     code_block,
     collapse,
     doctest_session,
+    indent_of,
+    indented_end,
     list_blocks,
     read_first,
     text_block,
@@ -82,10 +84,6 @@ def _inline_match(match: re.Match[str]) -> str:
     return groups["autolink"] or groups["escaped"] or ""  # or a footnote reference
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
 def _interrupts(line: str) -> bool:
     """Whether a line starts a block that ends a paragraph."""
     if _ATX.fullmatch(line) or _FENCE.match(line) or _THEMATIC.fullmatch(line):
@@ -131,26 +129,15 @@ def _fence(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
     end = i + 1
     while end < len(lines) and not closing.fullmatch(lines[end]):
         end += 1
-    body = [line[min(indent, _indent(line)) :] for line in lines[i + 1 : end]]
+    body = [line[min(indent, indent_of(line)) :] for line in lines[i + 1 : end]]
     return end + 1, list(code_block("\n".join(body), opening.group(3)))
 
 
 def _indented_code(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
-    if _indent(lines[i]) < 4:
+    if indent_of(lines[i]) < 4:
         return None
-    end = _indented_end(lines, i)
+    end = indented_end(lines, i, 4)
     return end, list(code_block("\n".join(lines[i:end]), ""))
-
-
-def _indented_end(lines: Sequence[str], start: int) -> int:
-    """End of the run of lines indented by 4 or more from `start` (blank lines inside it included)."""
-    end = start
-    for k in range(start, len(lines)):
-        if lines[k] and _indent(lines[k]) < 4:
-            break
-        if lines[k]:
-            end = k + 1
-    return end
 
 
 def _atx(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
@@ -191,7 +178,7 @@ def _footnote(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
     footnote = _FOOTNOTE.fullmatch(lines[i])
     if not footnote:
         return None
-    end = _indented_end(lines, i + 1)
+    end = indented_end(lines, i + 1, 4)
     body = [line[4:] for line in lines[i + 1 : end]]
     return end, _blocks([footnote.group(1), *body])
 
@@ -210,9 +197,9 @@ def _list(lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
         while i < len(lines):
             line = lines[i]
             lazy = body[-1] and not _interrupts(line) and not _ITEM.fullmatch(line)
-            if line and _indent(line) < offset and not lazy:
+            if line and indent_of(line) < offset and not lazy:
                 break
-            body.append(line[offset:] if _indent(line) >= offset else line.strip())
+            body.append(line[offset:] if indent_of(line) >= offset else line.strip())
             i += 1
         while body and not body[-1]:
             body.pop()

@@ -26,6 +26,7 @@ from ingest.tutorials import (
     collapse,
     dedent,
     doctest_session,
+    indented_end,
     list_blocks,
     read_first,
     text_block,
@@ -167,17 +168,6 @@ def _interpreted(role: str, content: str) -> str:
     return content.lstrip(".") or content
 
 
-def _indented(lines: Sequence[str], start: int) -> int:
-    """End of the indented block starting at `start` (blank lines inside it included)."""
-    end = start
-    for k in range(start, len(lines)):
-        if lines[k] and not lines[k][0].isspace():
-            break
-        if lines[k]:
-            end = k + 1
-    return end
-
-
 def _is_adornment(line: str) -> bool:
     return bool(_ADORNMENT.fullmatch(line))
 
@@ -245,7 +235,7 @@ class _Reader:
     def _block_quote(self, lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
         if not lines[i][0].isspace():
             return None
-        end = _indented(lines, i)
+        end = indented_end(lines, i)
         return end, self.blocks(dedent(lines[i:end]))
 
     def _explicit(self, lines: Sequence[str], i: int) -> tuple[int, list[Event]] | None:
@@ -253,7 +243,7 @@ class _Reader:
             return None
         if lines[i] == ".." and (i + 1 == len(lines) or not lines[i + 1]):
             return i + 1, []  # an empty comment ends at the blank line after it
-        end = _indented(lines, i + 1)
+        end = indented_end(lines, i + 1)
         head, body = lines[i][2:].strip(), dedent(lines[i + 1 : end])
         footnote = _FOOTNOTE.fullmatch(head)
         if footnote:
@@ -366,7 +356,7 @@ class _Reader:
         while i < len(lines) and lines[i] and marker(lines[i]):
             match = marker(lines[i])
             first = lines[i][match.end() :]
-            end = _indented(lines, i + 1)
+            end = indented_end(lines, i + 1)
             rest = dedent(lines[i + 1 : end], match.end() if first else None)
             entries.append(self.blocks([first, *rest]))
             i = end
@@ -402,7 +392,7 @@ class _Reader:
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         if not nxt or not nxt[0].isspace() or lines[i].endswith("::"):
             return None
-        end = _indented(lines, i + 1)
+        end = indented_end(lines, i + 1)
         term = inline(lines[i].split(" : ", 1)[0])
         return end, [*text_block(term), *self.blocks(dedent(lines[i + 1 : end]))]
 
@@ -419,7 +409,7 @@ class _Reader:
         while start < len(lines) and not lines[start]:
             start += 1
         if start < len(lines) and lines[start][0].isspace():
-            end = _indented(lines, start)
+            end = indented_end(lines, start)
             events.extend(code_block("\n".join(lines[start:end]), ""))
         return end, events
 
@@ -448,7 +438,7 @@ def _fields(lines: Sequence[str], i: int) -> tuple[list[tuple[str, list[str]]], 
     """The fields of the field list at `i` (name and body lines), and where the list ends."""
     fields = []
     while i < len(lines) and (field := _FIELD.fullmatch(lines[i])):
-        end = _indented(lines, i + 1)
+        end = indented_end(lines, i + 1)
         fields.append((inline(field.group(1)), [field.group(2) or "", *dedent(lines[i + 1 : end])]))
         i = end
         while i < len(lines) and not lines[i]:

@@ -87,6 +87,17 @@ def cache_option(command: Any) -> Any:
     )(command)
 
 
+def embedder_option(command: Any) -> Any:
+    """--embedder of a command that opens a database: the one chosen, else the database's, else the default
+    (KnowledgeBase's rule)."""
+    return click.option(
+        "--embedder",
+        default=None,
+        show_default=f"the database's, else {DEFAULT_SPEC}",
+        help=f"Embedding model: {SPEC_HELP}.",
+    )(command)
+
+
 @contextmanager
 def knowledge_base(
     db_dir: Path, store: str, embedder: str | None = None, cache_dir: Path | None = None
@@ -102,12 +113,7 @@ def knowledge_base(
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @db_option
 @cache_option
-@click.option(
-    "--embedder",
-    default=None,
-    show_default=f"the database's, else {DEFAULT_SPEC}",
-    help=f"Embedding model: {SPEC_HELP}.",
-)
+@embedder_option
 @click.option(
     "--parts",
     default=",".join(PARTS),
@@ -278,7 +284,7 @@ def _structurer(spec: str, cache_dir: Path) -> Any:
 @format_option(
     ["text", "json", "prompt"], "text: readable results; json: results and prompt; prompt: the augmented prompt only."
 )
-@click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
+@embedder_option
 @db_option
 @cache_option
 def query(
@@ -533,7 +539,7 @@ def context(
     type=click.Path(exists=True, path_type=Path),
     help="Build from this file or folder now and again whenever it changes (repeatable).",
 )
-@click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
+@embedder_option
 @db_option
 @cache_option
 def serve(
@@ -557,7 +563,7 @@ def serve(
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--embedder", default=None, help="Embedding model (default: the database's, else the default).")
+@embedder_option
 @db_option
 @cache_option
 def watch(paths: tuple[Path, ...], embedder: str | None, db_dir: Path, store: str, cache_dir: Path) -> None:

@@ -13,7 +13,15 @@ import click
 
 from pkg.benchmarks import BENCHMARKS
 from pkg.benchmarks.repo import REPO
-from pkg.cli.commands import StageBars, cache_option, db_option, format_option, knowledge_base, names_option
+from pkg.cli.commands import (
+    StageBars,
+    cache_option,
+    db_option,
+    embedder_option,
+    format_option,
+    knowledge_base,
+    names_option,
+)
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.evaluation.arms import DERIVED_DESCRIPTIONS, GENERATING, SAMPLE_TEMPERATURE
 from pkg.evaluation.generate import DEFAULT_ARMS
@@ -377,7 +385,7 @@ def _task_file_option(name: str, help_text: str) -> Any:
     "weighted-consensus leads on MBPP, whose calls come without outputs, which never happens here.",
 )
 @_generation_options
-@click.option("--embedder", default=None, help="Embedding model (default: the one that built the database).")
+@embedder_option
 @format_option(["text", "json"], "text: the chosen code, then the evidence as comments; json: everything.")
 @db_option
 @cache_option

@@ -37,7 +37,7 @@ from pathlib import Path
 from tree_sitter import Node
 
 from pkg.code.functions import Block, Extraction, Function
-from pkg.code.syntax_tree import dedented, parse_python
+from pkg.code.syntax_tree import UNPARSABLE, dedented, parse_python
 
 #: Returns a node's name, or None when it has none.
 NameRule = Callable[[Node], str | None]
@@ -448,7 +448,7 @@ def python_functions(source: str) -> Extraction | None:
         return None
     try:
         module = parse_python(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except UNPARSABLE:
         return None
     reader = _AstReader(source.split("\n"))
     reader.blocks_under(module, "")

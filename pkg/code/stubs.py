@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pkg.code.syntax_tree import parse_python
+from pkg.code.syntax_tree import UNPARSABLE, parse_python
 
 #: A field or constant line longer than this is cut (with "..."): a long literal table says little
 #: about how to use the name, and one line of 100 characters is about 25 tokens.
@@ -89,7 +89,7 @@ def python_stubs(text: str) -> dict[str, Any]:
     Python file; empty tables when ``ast`` rejects it."""
     try:
         tree = parse_python(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except UNPARSABLE:
         return {"classes": {}, "constants": {}}
     lines = text.splitlines(keepends=True)
     classes: dict[str, dict[str, Any]] = {}

@@ -46,9 +46,14 @@ def parser(grammar: str) -> Parser:
 _AST_TURNS = threading.Lock()
 
 
+#: What parse_python raises for source it rejects: bad syntax, a NUL byte (ValueError), nesting too deep
+#: for the parser (RecursionError, or MemoryError from its stack).
+UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
 def parse_python(text: str) -> ast.Module:
     """``ast.parse`` safe to call from several threads, without the warnings old code gives (invalid
-    escape sequences and the like). Raises what ``ast.parse`` raises."""
+    escape sequences and the like). Raises what ``ast.parse`` raises (UNPARSABLE for rejected source)."""
     with _AST_TURNS, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(text)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import time
 import urllib.error
 import urllib.request
@@ -15,20 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from pkg.config import positive_setting
+from pkg.config import OPENAI_API_URL, first_env, positive_setting
 from pkg.embedders.base import Embedder, unit_rows
 from pkg.errors import EmbedderError
 
 SPEC_KIND = "openai-embed"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Texts per request: text-embeddings-inference refuses more than 32 unless started with a larger
 #: --max-client-batch-size; OpenAI takes up to 2,048.
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_CONCURRENCY = 4
-
-
-def _env(*names: str) -> str | None:
-    return next((os.environ[name] for name in names if os.environ.get(name)), None)
 
 
 class OpenAICompatEmbedder(Embedder):
@@ -48,9 +42,9 @@ class OpenAICompatEmbedder(Embedder):
     ) -> None:
         self.name = f"{SPEC_KIND}:{model}"
         self._model = model
-        base = base_url or _env("PKG_EMBED_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        base = base_url or first_env("PKG_EMBED_BASE_URL", "OPENAI_BASE_URL") or OPENAI_API_URL
         self.url = f"{base.rstrip('/')}/embeddings"
-        self._api_key = api_key or _env("PKG_EMBED_API_KEY", "OPENAI_API_KEY")
+        self._api_key = api_key or first_env("PKG_EMBED_API_KEY", "OPENAI_API_KEY")
         self.batch_size = positive_setting(batch_size, "PKG_EMBED_BATCH_SIZE", DEFAULT_BATCH_SIZE)
         self.concurrency = positive_setting(concurrency, "PKG_EMBED_CONCURRENCY", DEFAULT_CONCURRENCY)
         self._timeout = timeout

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from pkg.errors import ConfigError, GeneratorError
 from retrieval.tokenize import estimate_tokens
@@ -38,6 +39,19 @@ class Completion:
     completion_tokens: int
     seconds: float
     finish_reason: str = "stop"
+
+    @classmethod
+    def of_reply(cls, reply: Mapping[str, Any], text: str | None, started: float) -> Completion:
+        """The completion of an OpenAI-format reply (llama-cpp-python answers in it too) whose text was
+        read out, timed from `started` (a time.perf_counter reading) until now."""
+        usage = reply.get("usage") or {}
+        return cls(
+            text=text or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            seconds=time.perf_counter() - started,
+            finish_reason=str(reply["choices"][0].get("finish_reason") or "stop"),
+        )
 
 
 class Generator(ABC):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pkg.config import positive_setting
 from pkg.errors import GeneratorError, PromptTooLongError
@@ -64,7 +63,7 @@ class LlamaCppGenerator(Generator):
         except ValueError as exc:  # llama.cpp reports a prompt longer than the context this way
             raise PromptTooLongError(f"llama.cpp refused the prompt: {exc}") from exc
         assert isinstance(reply, dict)  # not streamed: one response
-        return _completion(reply, reply["choices"][0]["message"]["content"], started)
+        return Completion.of_reply(reply, reply["choices"][0]["message"]["content"], started)
 
     def complete(self, prompt: str, params: GenerationParams) -> Completion:
         started = time.perf_counter()
@@ -74,7 +73,7 @@ class LlamaCppGenerator(Generator):
         except ValueError as exc:
             raise PromptTooLongError(f"llama.cpp refused the prompt: {exc}") from exc
         assert isinstance(reply, dict)
-        return _completion(reply, reply["choices"][0]["text"], started)
+        return Completion.of_reply(reply, reply["choices"][0]["text"], started)
 
     def close(self) -> None:
         self._llm.close()
@@ -93,15 +92,3 @@ def _sampling(params: GenerationParams) -> dict:
         "stop": list(params.stop) or None,
         "seed": params.seed,
     }
-
-
-def _completion(reply: Mapping[str, Any], text: str | None, started: float) -> Completion:
-    choice = reply["choices"][0]
-    usage = reply.get("usage") or {}
-    return Completion(
-        text=text or "",
-        prompt_tokens=int(usage.get("prompt_tokens", 0)),
-        completion_tokens=int(usage.get("completion_tokens", 0)),
-        seconds=time.perf_counter() - started,
-        finish_reason=str(choice.get("finish_reason") or "stop"),
-    )

@@ -5,20 +5,14 @@ OPENAI_BASE_URL / OPENAI_API_KEY)."""
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 
+from pkg.config import OPENAI_API_URL, first_env
 from pkg.errors import GeneratorError
 from pkg.generators.base import Completion, GenerationParams, Generator, Message
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-def _env(*names: str) -> str | None:
-    return next((os.environ[name] for name in names if os.environ.get(name)), None)
 
 
 class OpenAICompatGenerator(Generator):
@@ -36,8 +30,8 @@ class OpenAICompatGenerator(Generator):
         retries: int = 3,
     ) -> None:
         self._model = model
-        self._base_url = (base_url or _env("PKG_OPENAI_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self._api_key = api_key or _env("PKG_OPENAI_API_KEY", "OPENAI_API_KEY")
+        self._base_url = (base_url or first_env("PKG_OPENAI_BASE_URL", "OPENAI_BASE_URL") or OPENAI_API_URL).rstrip("/")
+        self._api_key = api_key or first_env("PKG_OPENAI_API_KEY", "OPENAI_API_KEY")
         self._timeout = timeout
         self._retries = retries
         self.model_id = f"openai:{model}@{self._base_url}"
@@ -93,11 +87,4 @@ class OpenAICompatGenerator(Generator):
             text = (choice["message"]["content"] if "messages" in request else choice["text"]) or ""
         except (KeyError, IndexError, TypeError) as exc:
             raise GeneratorError(f"{self._base_url} answered without a completion: {str(body)[:200]}") from exc
-        usage = body.get("usage") or {}
-        return Completion(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            seconds=time.perf_counter() - started,
-            finish_reason=str(choice.get("finish_reason") or "stop"),
-        )
+        return Completion.of_reply(body, text, started)
