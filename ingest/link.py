@@ -46,6 +46,7 @@ RESOLUTIONS = (
     "annotation",
     "inferred",
     "property",
+    "property-name",
     "qualified",
     "package",
     "name-only",
@@ -65,6 +66,11 @@ _BUILTIN_METHODS = frozenset(
     for kind in (list, dict, set, frozenset, str, bytes, bytearray, tuple, int, float, io.TextIOWrapper, io.BytesIO)
     for name in dir(kind)
 )
+#: A property read on a receiver of unknown type links to the properties of that name in the file
+#: or package when there are at most this many: on the stdlib bench (email's token lists, whose
+#: elements may be any of up to 9 token classes) guessing among any number took property recall
+#: from 0.22 to 0.80 but precision from 0.980 to 0.823; at most 4, 0.42 and 0.953.
+_MAX_GUESSES = 4
 _MAX_HOPS = 4  # re-exports followed through at most this many modules
 _MAX_DEPTH = 8  # type expressions followed through at most this many others
 #: ("i", class): an instance; ("c", class): the class; ("f", function); ("e", class): a container of instances
@@ -120,7 +126,11 @@ class Linker:
         self._mros: dict[str, list[ClassNode]] | None = None  # filled once the bases are known
         self._inherits = [Inherits(c.id, b.id) for c, b in self._inheritance()]
         self._mros = {}
-        self.property_names = {name.rpartition(".")[2] for f in self.files.values() for name, _ in f.properties}
+        self.accessors: dict[tuple[str, str], list[NameNode]] = defaultdict(list)  # (attribute, get|set|del)
+        for name in self.name_of.values():
+            if (kind := self._property_kind(name)) is not None:
+                self.accessors[(name.name.rpartition(".")[2], kind)].append(name)
+        self.property_names = {attribute for attribute, _ in self.accessors}
 
     # -- the public questions --------------------------------------------------------------------
     def resolve(self, file: FileNode, scope: str, dotted: str) -> list[NameNode | ClassNode]:
@@ -181,10 +191,10 @@ class Linker:
                 if text.rpartition(".")[2] not in self.property_names:
                     continue
                 caller = self.name_of.get(caller_id)
-                for target in self._property(f, caller.name, line, text, kind) if caller is not None else []:
+                for target, how in self._property(f, caller.name, line, text, kind) if caller is not None else []:
                     key = (caller_id, target.id)
                     if key not in calls or line < calls[key].line:
-                        calls[key] = Calls(caller_id, target.id, line, "property")
+                        calls[key] = Calls(caller_id, target.id, line, how)
         records = [*inherits, *imports, *calls.values()]
         return sorted({r.edge() for r in records}, key=lambda e: (e.type.value, e.src, e.dst))
 
@@ -306,8 +316,10 @@ class Linker:
             found = self._dispatched(found, [(n, "override") for n in self._overrides(node, member)])
         return found or [(c, how) for c in self.classes.get((node.source, f"{node.name}.{member}"), [])]
 
-    def _property(self, f: _File, scope: str, line: int, text: str, kind: str) -> list[NameNode]:
-        """The getter (get) or setter (set) that reading or writing `receiver.attr` runs."""
+    def _property(self, f: _File, scope: str, line: int, text: str, kind: str) -> list[tuple[NameNode, str]]:
+        """The getter (get) or setter (set) that reading or writing `receiver.attr` runs, and how it
+        was found: through the receiver's type (property), else, for an element of a container or
+        a plain variable of no known type, by name in the file or package (property-name)."""
         receiver, _, attr = text.rpartition(".")
         values, how = self._values(f, scope, receiver, line)
         # an instance of a declared type, or self, may be of a subclass whose property overrides
@@ -317,7 +329,18 @@ class Linker:
         for k, cls in values:
             if k == "i" and isinstance(cls, ClassNode):
                 found += self._method(cls, attr) + (self._overrides(cls, attr) if subclassed else [])
-        return [n for n in dict.fromkeys(found) if self._property_kind(n) == kind]
+        typed = [(n, "property") for n in dict.fromkeys(found) if self._property_kind(n) == kind]
+        if typed or values or not self._unknown(f, scope, receiver):
+            return typed
+        named, tier = self._tiered(self.accessors.get((attr, kind), []), f.record)
+        return [] if tier == "name-only" or len(named) > _MAX_GUESSES else [(n, "property-name") for n in named]
+
+    def _unknown(self, f: _File, scope: str, receiver: str) -> bool:
+        """Whether a receiver is of no type the corpus can tell: an element of a container (``self[0]``,
+        ``for x in xs``) or a plain variable that is no import, function or class and has no facts."""
+        if receiver.endswith(".[]"):
+            return True
+        return receiver.isidentifier() and not self._bound(f, scope, receiver) and not self._typed(f, scope, receiver)
 
     def _dispatched(
         self, found: list[tuple[NameNode | ClassNode, str]], overrides: list[tuple[NameNode | ClassNode, str]]

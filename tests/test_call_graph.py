@@ -582,6 +582,77 @@ def test_a_mixin_reaches_the_methods_its_partners_define_in_its_file(tmp_path: P
     }
 
 
+_TOKENS = {
+    "tokens.py": """\
+        import os
+
+
+        class Token(list):
+            @property
+            def text(self):
+                return "".join(x.text for x in self)  # the elements: any token
+
+            @property
+            def value(self):
+                return 0
+
+
+        class Word(Token):
+            @property
+            def text(self):
+                return "w"
+
+            @property
+            def first(self):
+                return self[0].text
+
+
+        class A(Token):
+            value = 1
+
+        class B(Token):
+            @property
+            def value(self):
+                return 2
+
+        class C(Token):
+            @property
+            def value(self):
+                return 3
+
+        class D(Token):
+            @property
+            def value(self):
+                return 4
+
+        class E(Token):
+            @property
+            def value(self):
+                return 5
+
+
+        def show(token, path: str):
+            return token.text, os.sep.text, path.text, token.value
+        """,
+}
+
+
+def test_a_property_of_an_unknown_receiver_is_guessed_among_few_of_its_name(tmp_path: Path) -> None:
+    """A property read on an element of a container, or on a plain variable of no known type, links to
+    the getters of that name in the file (property-name) when there are at most four: not on a
+    module or an annotated variable, and not among five (`value`)."""
+    _write(tmp_path, _TOKENS)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Token.text", "Token.text", "property-name"),
+        ("Token.text", "Word.text", "property-name"),
+        ("Word.first", "Token.text", "property-name"),
+        ("Word.first", "Word.text", "property-name"),
+        ("show", "Token.text", "property-name"),
+        ("show", "Word.text", "property-name"),
+    }
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
