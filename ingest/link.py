@@ -71,6 +71,7 @@ _BUILTIN_METHODS = frozenset(
 #: elements may be any of up to 9 token classes) guessing among any number took property recall
 #: from 0.22 to 0.80 but precision from 0.980 to 0.823; at most 4, 0.42 and 0.953.
 _MAX_GUESSES = 4
+_MAX_SITES = 64  # call sites of one name read for what callers pass to an untyped parameter
 _MAX_HOPS = 4  # re-exports followed through at most this many modules
 _MAX_DEPTH = 8  # type expressions followed through at most this many others
 #: ("i", class): an instance; ("c", class): the class; ("f", function); ("e", class): a container of instances
@@ -93,6 +94,8 @@ class _File:
     narrowed: set[tuple[str, str]]  # (scope, name) of the names narrowed by isinstance somewhere
     accesses: list[list]  # [caller NAME id, line, receiver.attr, get|set]
     declared: dict[str, list[tuple[int, str]]]  # other languages: variable -> (line, declared type)
+    parameters: dict[str, tuple[list[str], list[str], bool]]  # function -> positional, keyword-only, bound
+    arguments: dict[tuple[str, int, str], tuple[list[str], dict[str, str]]]  # (caller, line, callee) -> given
 
 
 class Linker:
@@ -123,6 +126,12 @@ class Linker:
         self.bases: dict[str, list[ClassNode]] = defaultdict(list)
         self.subclasses: dict[str, list[ClassNode]] = defaultdict(list)
         self._memo: dict[tuple[str, str, str, str, int | None], tuple[list[Value], str]] = {}
+        self.sites: dict[str, list[tuple[_File, NameNode, int, str]]] = defaultdict(list)  # callee's last name
+        for parsed in self.files.values():
+            for caller_id, line, callee in parsed.calls if parsed.record.lang == "python" else []:
+                if (caller := self.name_of.get(caller_id)) is not None:
+                    self.sites[callee.rpartition(".")[2]].append((parsed, caller, line, callee))
+        self._sites_memo: dict[tuple[str, int, str], list[tuple[NameNode, str]]] = {}
         self._mros: dict[str, list[ClassNode]] | None = None  # filled once the bases are known
         self._inherits = [Inherits(c.id, b.id) for c, b in self._inheritance()]
         self._mros = {}
@@ -373,13 +382,14 @@ class Linker:
         chain = text.lstrip(":").removesuffix("[]") if container else text.lstrip(":")
         segments = [(part.removesuffix("()"), part.endswith("()")) for part in chain.split(".")]
         values, how, rest = self._head(f, scope, segments, line, depth)
-        for name, called in rest:
+        through_self = segments[0][0] in ("self", "cls") and len(rest) < len(segments)
+        for step, (name, called) in enumerate(rest):
             elements: list[Value] = [("i", node) for kind, node in values if kind == "e"]
             values = [v for v in values if v[0] != "e"]
             if name == "[]":  # an element: of a container whose element type is known, else unknown
                 values = elements
                 continue
-            values, how = self._attribute(values, name, how, depth)
+            values, how = self._attribute(values, name, how, depth, subclassed=through_self and step == 0)
             if called:
                 values, how = self._called(values, how, depth)
             values += elements if called and name in _ELEMENT_GETTERS else []
@@ -411,11 +421,51 @@ class Linker:
             for expression in narrowed or [e for e, first, _ in entries if not first and e]:
                 found, found_how = self._values(f, where, expression, None, depth + 1)
                 values, how = values + found, _weakest(how, found_how)
+            if not any(e for e, _, _ in entries):
+                values, how = self._passed(f, where, name, depth)
         else:
             return self._module_path(f, scope, segments, depth)
         if called:
             values, how = self._called(values, how, depth)
         return values, how, segments[1:]
+
+    def _passed(self, f: _File, function: str, parameter: str, depth: int) -> tuple[list[Value], str]:
+        """What the callers in the corpus pass to an untyped parameter of a function (inferred)."""
+        if function not in f.parameters or depth > _MAX_DEPTH:
+            return [], _CERTAINTY[0]
+        positional, keywords, bound = f.parameters[function]
+        if parameter not in positional and parameter not in keywords:
+            return [], _CERTAINTY[0]
+        targets = {n.id for n in self.functions.get((f.record.source, function), [])}
+        owner, _, last = function.rpartition(".")
+        names = [last, owner.rpartition(".")[2]] if last == "__init__" else [last]  # C(...) runs C.__init__
+        values: list[Value] = []
+        for site, caller, line, callee in (s for name in names for s in self.sites.get(name, [])[:_MAX_SITES]):
+            given = site.arguments.get((caller.id, line, callee.rpartition(".")[2]))
+            if given is None or not targets.intersection(n.id for n, _ in self._site(site, caller, line, callee)):
+                continue
+            offset = int(bound and not self._through_class(site, caller.name, callee))
+            index = positional.index(parameter) - offset if parameter in positional else -1
+            expression = given[0][index] if 0 <= index < len(given[0]) else given[1].get(parameter, "")
+            if expression:
+                values += self._values(site, caller.name, expression, line, depth + 1)[0]
+        return list(dict.fromkeys(values)), "inferred"
+
+    def _site(self, f: _File, caller: NameNode, line: int, callee: str) -> list[tuple[NameNode, str]]:
+        """The functions one call site runs, memoised (empty while it is being resolved)."""
+        key = (caller.id, line, callee)
+        if key not in self._sites_memo:
+            self._sites_memo[key] = []
+            self._sites_memo[key] = self._resolve_call(f, caller, line, callee)
+        return self._sites_memo[key]
+
+    def _through_class(self, f: _File, scope: str, callee: str) -> bool:
+        """Whether a call names a method through its class (``Base.init(self, x)``: self is passed)."""
+        receiver = callee.rpartition(".")[0]
+        if not receiver or "(" in receiver or receiver in ("self", "cls"):
+            return False
+        found, _ = self._python_target(f, _scopes(scope), receiver)
+        return any(isinstance(t, ClassNode) for t in found)
 
     def _module_path(
         self, f: _File, scope: str, segments: list[tuple[str, bool]], depth: int
@@ -471,9 +521,12 @@ class Linker:
         local = self._local(f, scope, name)
         return local is not None and any(e and not e.endswith(".[]") for e, _, _ in local[1])
 
-    def _attribute(self, values: list[Value], name: str, how: str, depth: int) -> tuple[list[Value], str]:
+    def _attribute(
+        self, values: list[Value], name: str, how: str, depth: int, subclassed: bool = False
+    ) -> tuple[list[Value], str]:
         """The values of `.name` on each value: an attribute's facts, a property's return, a method,
-        a nested class; `__class__` of an instance is its class."""
+        a nested class; `__class__` of an instance is its class. `subclassed` (``self.x``): also what
+        the subclasses assign to it in their class bodies (inferred), as self may be one of them."""
         found: list[Value] = []
         for kind, node in values:
             if not isinstance(node, ClassNode) or kind == "e":
@@ -482,6 +535,9 @@ class Linker:
                 found.append(("c", node))
                 continue
             facts = self._field(node, name, instance=kind == "i")
+            if facts and subclassed:
+                shadowing = [fact for sub in self._descendants(node) for fact in self._class_level(sub, name)]
+                facts, how = facts + shadowing, _weakest(how, "inferred") if shadowing else how
             for owner, scope, expression in facts:
                 more, found_how = self._values(owner, scope, expression, None, depth + 1)
                 found, how = found + more, _weakest(how, found_how)
@@ -506,6 +562,12 @@ class Linker:
                 return [(f, scope, e) for scope, e, class_level in entries if instance or class_level]  # type: ignore[misc]
         return []
 
+    def _class_level(self, cls: ClassNode, name: str) -> list[tuple[_File, str, str]]:
+        """What a class's own body assigns to an attribute: (file, scope, expression)."""
+        f = self.files.get(cls.source)
+        entries = f.fields.get((cls.name, name), []) if f is not None else []
+        return [(f, scope, e) for scope, e, class_level in entries if class_level]  # type: ignore[misc]
+
     def _called(self, values: list[Value], how: str, depth: int) -> tuple[list[Value], str]:
         """What calling each value gives: an instance of a class, what a function returns."""
         found: list[Value] = []
@@ -528,14 +590,18 @@ class Linker:
 
     def _overrides(self, cls: ClassNode, name: str) -> list[NameNode]:
         """The methods of that name defined in the subclasses of a class, at any depth."""
-        found: list[NameNode] = []
+        return [n for sub in self._descendants(cls) for n in self.functions.get((sub.source, f"{sub.name}.{name}"), [])]
+
+    def _descendants(self, cls: ClassNode) -> list[ClassNode]:
+        """The subclasses of a class, at any depth, each once."""
+        found: list[ClassNode] = []
         seen = {cls.id}
         stack = list(self.subclasses.get(cls.id, []))
         while stack:
             sub = stack.pop()
             if sub.id not in seen:
                 seen.add(sub.id)
-                found += self.functions.get((sub.source, f"{sub.name}.{name}"), [])
+                found.append(sub)
                 stack += self.subclasses.get(sub.id, [])
         return found
 
@@ -719,6 +785,14 @@ def _parse(record: FileNode) -> _File:
         {key for key, entries in types.items() if any(first for _, first, _ in entries)},
         refs.get("accesses", []),
         dict(declared),
+        {
+            function: (positional, keywords, bool(bound))
+            for function, positional, keywords, bound in refs.get("parameters", [])
+        },
+        {
+            (caller, line, callee): (positional, dict(keywords))
+            for caller, line, callee, positional, keywords in reversed(refs.get("arguments", []))
+        },
     )
 
 

@@ -653,6 +653,111 @@ def test_a_property_of_an_unknown_receiver_is_guessed_among_few_of_its_name(tmp_
     }
 
 
+_PASSED = {
+    "proxy.py": """\
+        class Parser:
+            def get(self):
+                return 1
+
+            def section(self):
+                return Proxy(self, "s")
+
+
+        class Proxy:
+            def __init__(self, parser, name):
+                self._parser = parser
+
+            def read(self):
+                return self._parser.get()
+
+
+        class Sink:
+            def close(self):
+                return 0
+
+
+        def helper(item, *, sink):
+            item.get()
+            sink.close()
+
+
+        def run():
+            helper(Parser(), sink=Sink())
+
+
+        class Base:
+            def init(self, value):
+                value.get()
+
+
+        class Child(Base):
+            def init(self, value):
+                Base.init(self, value)
+
+
+        def main():
+            Child().init(Parser())
+        """,
+}
+
+
+def test_an_untyped_parameter_has_the_types_its_callers_pass(tmp_path: Path) -> None:
+    """What the corpus's callers pass to an untyped parameter types it (inferred): positionally past
+    a bound self, by keyword, through a class (``Base.init(self, value)``: self given) and through
+    ``self._parser = parser``; a method only built-in types share (get, close) is no guess without."""
+    _write(tmp_path, _PASSED)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Parser.section", "Proxy.__init__", "local"),
+        ("Proxy.read", "Parser.get", "inferred"),
+        ("helper", "Parser.get", "inferred"),
+        ("helper", "Sink.close", "inferred"),
+        ("run", "helper", "local"),
+        ("Base.init", "Parser.get", "inferred"),
+        ("Child.init", "Base.init", "local"),
+        ("main", "Child.init", "instance"),
+    }
+
+
+_SHADOWED = {
+    "config.py": """\
+        class Plain:
+            def before(self):
+                return 1
+
+
+        class Fancy(Plain):
+            def before(self):
+                return 2
+
+
+        class Config:
+            default = Plain()
+
+            def __init__(self):
+                self.interpolation = self.default
+
+            def get(self):
+                return self.interpolation.before()
+
+
+        class Strict(Config):
+            default = Fancy()
+        """,
+}
+
+
+def test_an_attribute_of_self_has_what_subclasses_assign_in_their_bodies(tmp_path: Path) -> None:
+    """``self.default`` may be read on a subclass that assigns its own in its class body (configparser's
+    _DEFAULT_INTERPOLATION): both values, inferred."""
+    _write(tmp_path, _SHADOWED)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Config.get", "Plain.before", "inferred"),
+        ("Config.get", "Fancy.before", "inferred"),
+    }
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
