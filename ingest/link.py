@@ -95,7 +95,18 @@ class _File:
     accesses: list[list]  # [caller NAME id, line, receiver.attr, get|set]
     declared: dict[str, list[tuple[int, str]]]  # other languages: variable -> (line, declared type)
     parameters: dict[str, tuple[list[str], list[str], bool]]  # function -> positional, keyword-only, bound
-    arguments: dict[tuple[str, int, str], tuple[list[str], dict[str, str]]]  # (caller, line, callee) -> given
+    raw_arguments: list[list]  # [caller NAME id, line, callee's last name, positional, [[keyword, expression]]]
+    _arguments: dict[tuple[str, int, str], tuple[list[str], dict[str, str]]] | None = None
+
+    @property
+    def arguments(self) -> dict[tuple[str, int, str], tuple[list[str], dict[str, str]]]:
+        """(caller, line, callee) -> what the call passes; read when first asked (few files are)."""
+        if self._arguments is None:
+            self._arguments = {
+                (caller, line, callee): (positional, dict(keywords))
+                for caller, line, callee, positional, keywords in reversed(self.raw_arguments)
+            }
+        return self._arguments
 
 
 class Linker:
@@ -132,6 +143,7 @@ class Linker:
                 if (caller := self.name_of.get(caller_id)) is not None:
                     self.sites[callee.rpartition(".")[2]].append((parsed, caller, line, callee))
         self._sites_memo: dict[tuple[str, int, str], list[tuple[NameNode, str]]] = {}
+        self._subclass_memo: dict[str, list[ClassNode]] = {}
         self._mros: dict[str, list[ClassNode]] | None = None  # filled once the bases are known
         self._inherits = [Inherits(c.id, b.id) for c, b in self._inheritance()]
         self._mros = {}
@@ -441,8 +453,10 @@ class Linker:
         names = [last, owner.rpartition(".")[2]] if last == "__init__" else [last]  # C(...) runs C.__init__
         values: list[Value] = []
         for site, caller, line, callee in (s for name in names for s in self.sites.get(name, [])[:_MAX_SITES]):
+            if not targets.intersection(n.id for n, _ in self._site(site, caller, line, callee)):
+                continue
             given = site.arguments.get((caller.id, line, callee.rpartition(".")[2]))
-            if given is None or not targets.intersection(n.id for n, _ in self._site(site, caller, line, callee)):
+            if given is None:
                 continue
             offset = int(bound and not self._through_class(site, caller.name, callee))
             index = positional.index(parameter) - offset if parameter in positional else -1
@@ -593,8 +607,11 @@ class Linker:
         return [n for sub in self._descendants(cls) for n in self.functions.get((sub.source, f"{sub.name}.{name}"), [])]
 
     def _descendants(self, cls: ClassNode) -> list[ClassNode]:
-        """The subclasses of a class, at any depth, each once."""
-        found: list[ClassNode] = []
+        """The subclasses of a class, at any depth, each once (memoised: a deep hierarchy is walked
+        once, not at each call on it)."""
+        if cls.id in self._subclass_memo:
+            return self._subclass_memo[cls.id]
+        found: list[ClassNode] = self._subclass_memo.setdefault(cls.id, [])
         seen = {cls.id}
         stack = list(self.subclasses.get(cls.id, []))
         while stack:
@@ -789,10 +806,7 @@ def _parse(record: FileNode) -> _File:
             function: (positional, keywords, bool(bound))
             for function, positional, keywords, bound in refs.get("parameters", [])
         },
-        {
-            (caller, line, callee): (positional, dict(keywords))
-            for caller, line, callee, positional, keywords in reversed(refs.get("arguments", []))
-        },
+        refs.get("arguments", []),
     )
 
 
