@@ -6,8 +6,9 @@ are no scope for their methods), then imports (``from x import y``, ``import x a
 re-exports and star imports followed); ``self.m()``/``cls.m()`` through the class and its bases in
 order, ``super().m()`` through the bases; calling a class calls its ``__init__``. Other receivers
 are followed through the type facts of ingest.python_types (annotations, constructor calls, return
-types, attributes of ``self`` and of classes, ``isinstance`` narrowing), evaluated lazily and
-memoised; reads and writes of a property link to its getter or setter. Other languages
+types, attributes of ``self`` and of classes, ``isinstance`` narrowing, what callers pass to an
+untyped parameter), evaluated lazily and memoised; reads and writes of a property link to its
+getter or setter. Other languages
 resolve a receiver through its declared type (``Box b``, ``b := &Box{}``), then by name: a method
 of the caller's own class, then within the file, the package or namespace (or directory), and the
 repository, each edge marked by the tier that found it.
@@ -31,8 +32,9 @@ from pkg.schema import Calls, ClassNode, FileNode, Imports, Inherits, NameNode
 #: or an override of it in a subclass (override); through the bases only (super); a method of a
 #: receiver whose type comes from constructor calls (instance: ``x = C(); x.m()``, also through
 #: ``self.x = C()`` and class attributes), from an annotation on the way (annotation: ``ctx: Context``,
-#: ``-> Context``, ``isinstance(x, C)``) or from what an unannotated function returns (inferred); a
-#: property read or written (property: the getter or setter); a class or
+#: ``-> Context``, ``isinstance(x, C)``) or from what an unannotated function returns or its callers
+#: pass (inferred); a property read or written (property: the getter or setter; property-name: one of
+#: the few of that name in the file or package, the receiver's type unknown); a class or
 #: module named in the call (qualified); by name in the same package or directory (package) or
 #: anywhere in the repository (name-only; for Python, the one method of that name, called on an
 #: unknown receiver); several equally good candidates at one tier (ambiguous, one edge each).
