@@ -157,6 +157,8 @@ class _Reader:
     def function(self, node: Function, qualname: str, nodes: list[ast.AST], method: bool = False) -> None:
         self.facts.returns += [[qualname, v] for v in _returns(node, nodes)]
         positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+        if method and _is_classmethod(node):  # cls is bound whether called through the class or not
+            positional, method = positional[1:], False
         bound = int(method and not _is_static(node))
         self.facts.parameters.append([qualname, positional, [a.arg for a in node.args.kwonlyargs], bound])
         if is_overload(node):  # a stub: its signature is kept, its return type joins the implementation's

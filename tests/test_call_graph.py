@@ -697,13 +697,23 @@ _PASSED = {
 
         def main():
             Child().init(Parser())
+
+
+        class Factory:
+            @classmethod
+            def build(cls, item):
+                return item.get()
+
+
+        def make():
+            return Factory.build(Parser())
         """,
 }
 
 
 def test_an_untyped_parameter_has_the_types_its_callers_pass(tmp_path: Path) -> None:
     """What the corpus's callers pass to an untyped parameter types it (inferred): positionally past
-    a bound self, by keyword, through a class (``Base.init(self, value)``: self given) and through
+    a bound self (or cls), by keyword, through a class (``Base.init(self, value)``: self given) and through
     ``self._parser = parser``; a method only built-in types share (get, close) is no guess without."""
     _write(tmp_path, _PASSED)
     records, edges = _graph([tmp_path])
@@ -716,6 +726,8 @@ def test_an_untyped_parameter_has_the_types_its_callers_pass(tmp_path: Path) -> 
         ("Base.init", "Parser.get", "inferred"),
         ("Child.init", "Base.init", "local"),
         ("main", "Child.init", "instance"),
+        ("Factory.build", "Parser.get", "inferred"),  # cls bound even through the class
+        ("make", "Factory.build", "local"),
     }
 
 
