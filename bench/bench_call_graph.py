@@ -9,7 +9,9 @@ suites (little annotated), and click 8.1.7 from its PyPI source distribution und
   whose callee is a property getter, setter or deleter; the others are implicit (operators,
   ``with``, iteration) or indirect (callbacks, functions held in variables, a generator started
   elsewhere than where it was made). Recall is reported over explicit pairs, property pairs and all;
-* precision: of the edges whose call-site line executed, the share observed in the trace.
+* precision: of the edges whose call-site line executed, the share observed in the trace; also
+  without the ``override`` edges (``precision_static``): a call that may dispatch to a subclass's
+  method is a true possibility the tests may never take at that line.
 
 A code object maps to the innermost function whose span holds its first line (a lambda or a
 comprehension counts as its enclosing function, as a call inside it does for PKG); a generator is
@@ -183,9 +185,11 @@ class Measure:
     recall_property: float
     executed_edges: int
     precision: float
+    precision_static: float  # the same without `override` edges (dispatch the tests may never take)
     seconds_trace: float
     by_resolution: dict[str, tuple[int, int]]  # resolution -> (edges whose call site ran, those observed)
-    missed: list[tuple[str, str, int]]  # (caller, callee, line) of explicit and property pairs without an edge
+    missed: list[tuple[str, str, int]]  # (caller, callee, line) of explicit pairs without an edge
+    missed_property: list[tuple[str, str, int]]  # the same of property pairs
     unobserved: list[tuple[str, str, int, str]]  # (caller, callee, line, resolution) of executed edges never seen
 
 
@@ -245,9 +249,11 @@ def measure_corpus(corpus: Corpus, keep: int = 30) -> Measure:
     by_id = {n.id: n for n in names}
     ran = [e for e in calls.values() if (by_id[e.src].source, e.props["line"]) in executed]
     seen = [e for e in ran if (e.src, e.dst) in pairs]
+    static = [e for e in ran if e.props["resolution"] != "override"]
     by_property = {p for p in pairs if p[1] in accessors}
-    missed = sorted(
-        (by_id[a].name, by_id[b].name, pairs[(a, b)]) for a, b in explicit | by_property if (a, b) not in calls
+    missed, missed_property = (
+        sorted((by_id[a].name, by_id[b].name, pairs[(a, b)]) for a, b in kind if (a, b) not in calls)
+        for kind in (explicit - by_property, by_property)
     )
     unobserved = sorted(
         (by_id[e.src].name, by_id[e.dst].name, e.props["line"], e.props["resolution"])
@@ -270,9 +276,11 @@ def measure_corpus(corpus: Corpus, keep: int = 30) -> Measure:
         recall_property=sum(p in calls for p in by_property) / max(len(by_property), 1),
         executed_edges=len(ran),
         precision=len(seen) / max(len(ran), 1),
+        precision_static=sum((e.src, e.dst) in pairs for e in static) / max(len(static), 1),
         seconds_trace=seconds,
         by_resolution=dict(sorted(by_resolution.items())),
         missed=missed[:keep],
+        missed_property=missed_property[:keep],
         unobserved=unobserved[:keep],
     )
 
@@ -292,7 +300,8 @@ def main() -> None:
         f"call_graph-{args.corpus}" if args.corpus != "stdlib" else "call_graph",
         {"when": utc_now(), "machine": machine(), "corpus": args.corpus, "modules": scope, **result.__dict__},
     )
-    print(json.dumps({k: v for k, v in result.__dict__.items() if k not in ("missed", "unobserved")}, indent=2))
+    lists = ("missed", "missed_property", "unobserved")
+    print(json.dumps({k: v for k, v in result.__dict__.items() if k not in lists}, indent=2))
     print(path)
 
 

@@ -52,6 +52,10 @@ class TypeFacts:
     properties: list[list[str | int]] = field(default_factory=list)  # [function, first line, get|set|del]
     abstract: list[list[str | int]] = field(default_factory=list)  # [method, first line] for subclasses to define
     accesses: list[tuple[int, str, str]] = field(default_factory=list)  # (line, receiver.attr, get|set)
+    #: [function, positional parameter names, keyword-only names, 1 if a call binds the first one]
+    parameters: list[list[str | list[str] | int]] = field(default_factory=list)
+    #: (line, the callee's last name, positional argument expressions ("" unreadable), [[keyword, expression]])
+    arguments: list[tuple[int, str, list[str], list[list[str]]]] = field(default_factory=list)
 
 
 def expression(node: ast.expr) -> str | None:
@@ -148,10 +152,15 @@ class _Reader:
                 if this:
                     for name, values in _attributes(this[0].arg, nodes).items():
                         self.facts.fields += [[qualname, name, method, v, 0] for v in values]
-                self.function(child, method, nodes)
+                self.function(child, method, nodes, method=True)
 
-    def function(self, node: Function, qualname: str, nodes: list[ast.AST]) -> None:
+    def function(self, node: Function, qualname: str, nodes: list[ast.AST], method: bool = False) -> None:
         self.facts.returns += [[qualname, v] for v in _returns(node, nodes)]
+        positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+        if method and _is_classmethod(node):  # cls is bound whether called through the class or not
+            positional, method = positional[1:], False
+        bound = int(method and not _is_static(node))
+        self.facts.parameters.append([qualname, positional, [a.arg for a in node.args.kwonlyargs], bound])
         if is_overload(node):  # a stub: its signature is kept, its return type joins the implementation's
             self.facts.overloads.append([qualname, signature(node)])
             return
@@ -374,6 +383,21 @@ def accesses(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
         elif isinstance(node, ast.Attribute) and id(node) not in called and not isinstance(node.ctx, ast.Del):
             if text := expression(node):
                 yield node.lineno, text, "set" if isinstance(node.ctx, ast.Store) else "get"
+
+
+def arguments(tree: ast.AST) -> Iterator[tuple[int, str, list[str], list[list[str]]]]:
+    """(line, callee's last name, positional expressions, [[keyword, expression]]) of each call with
+    a readable argument: what a caller may pass to an untyped parameter. Positional arguments stop
+    at the first ``*args``; an unreadable one is ""."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args and not node.keywords:
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        starred = next((i for i, a in enumerate(node.args) if isinstance(a, ast.Starred)), len(node.args))
+        positional = [expression(a) or "" for a in node.args[:starred]]
+        keywords = [[k.arg, text] for k in node.keywords if k.arg and (text := expression(k.value))]
+        if callee and (any(positional) or keywords):
+            yield node.lineno, callee, positional, keywords
 
 
 def _reflected(call: ast.Call) -> tuple[str, str] | None:

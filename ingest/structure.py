@@ -15,7 +15,10 @@ imports are absolute (relative ones resolved against the file's module), ``attr`
 ``import x`` and ``local`` is ``*`` for a star import. Python files add the type facts of
 ingest.python_types: ``types``, ``fields``, ``returns``, ``properties``, ``abstract``, ``overloads`` (the
 signatures of the ``@overload`` stubs folded into a function) and ``accesses``
-(``[[caller NAME id, line, receiver.attr, get|set]]``); Java, C#, TypeScript and Go files add
+(``[[caller NAME id, line, receiver.attr, get|set]]``), ``parameters`` (``[[function, positional
+names, keyword-only names, 1 if bound]]``) and ``arguments`` (``[[caller NAME id, line, callee's
+last name, positional expressions, [[keyword, expression]]]]``, for what callers pass to untyped
+parameters); Java, C#, TypeScript and Go files add
 ``declared``: ``[[line, variable, type]]`` for the variables and parameters their functions type
 (``Box()`` when a constructor gives the type).
 """
@@ -31,7 +34,7 @@ from pathlib import Path
 
 from tree_sitter import Node as TsNode
 
-from ingest.python_types import TypeFacts, accesses, type_facts
+from ingest.python_types import TypeFacts, accesses, arguments, type_facts
 from pkg.code.languages import LANGUAGES, node_text
 from pkg.code.stubs import first_lines, python_stubs
 from pkg.code.syntax_tree import UNPARSABLE, parse_python, parser
@@ -118,6 +121,12 @@ def _fact_refs(facts: TypeFacts, names: Sequence[NameNode]) -> dict[str, object]
         "abstract": facts.abstract,
         "overloads": facts.overloads,
         "accesses": [[caller, line, text, kind] for (caller, text, kind), line in seen.items()],
+        "parameters": facts.parameters,
+        "arguments": [
+            [caller.id, line, callee, positional, keywords]
+            for line, callee, positional, keywords in facts.arguments
+            if (caller := innermost(names, line)) is not None
+        ],
     }
 
 
@@ -161,6 +170,7 @@ def python_structure(source: str, text: str, tree: ast.Module | None = None, typ
     if types:
         found.facts = type_facts(tree)
         found.facts.accesses = list(accesses(tree))
+        found.facts.arguments = list(arguments(tree))
     return found
 
 

@@ -582,6 +582,194 @@ def test_a_mixin_reaches_the_methods_its_partners_define_in_its_file(tmp_path: P
     }
 
 
+_TOKENS = {
+    "tokens.py": """\
+        import os
+
+
+        class Token(list):
+            @property
+            def text(self):
+                return "".join(x.text for x in self)  # the elements: any token
+
+            @property
+            def value(self):
+                return 0
+
+
+        class Word(Token):
+            @property
+            def text(self):
+                return "w"
+
+            @property
+            def first(self):
+                return self[0].text
+
+
+        class A(Token):
+            value = 1
+
+        class B(Token):
+            @property
+            def value(self):
+                return 2
+
+        class C(Token):
+            @property
+            def value(self):
+                return 3
+
+        class D(Token):
+            @property
+            def value(self):
+                return 4
+
+        class E(Token):
+            @property
+            def value(self):
+                return 5
+
+
+        def show(token, path: str):
+            return token.text, os.sep.text, path.text, token.value
+        """,
+}
+
+
+def test_a_property_of_an_unknown_receiver_is_guessed_among_few_of_its_name(tmp_path: Path) -> None:
+    """A property read on an element of a container, or on a plain variable of no known type, links to
+    the getters of that name in the file (property-name) when there are at most four: not on a
+    module or an annotated variable, and not among five (`value`)."""
+    _write(tmp_path, _TOKENS)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Token.text", "Token.text", "property-name"),
+        ("Token.text", "Word.text", "property-name"),
+        ("Word.first", "Token.text", "property-name"),
+        ("Word.first", "Word.text", "property-name"),
+        ("show", "Token.text", "property-name"),
+        ("show", "Word.text", "property-name"),
+    }
+
+
+_PASSED = {
+    "proxy.py": """\
+        class Parser:
+            def get(self):
+                return 1
+
+            def section(self):
+                return Proxy(self, "s")
+
+
+        class Proxy:
+            def __init__(self, parser, name):
+                self._parser = parser
+
+            def read(self):
+                return self._parser.get()
+
+
+        class Sink:
+            def close(self):
+                return 0
+
+
+        def helper(item, *, sink):
+            item.get()
+            sink.close()
+
+
+        def run():
+            helper(Parser(), sink=Sink())
+
+
+        class Base:
+            def init(self, value):
+                value.get()
+
+
+        class Child(Base):
+            def init(self, value):
+                Base.init(self, value)
+
+
+        def main():
+            Child().init(Parser())
+
+
+        class Factory:
+            @classmethod
+            def build(cls, item):
+                return item.get()
+
+
+        def make():
+            return Factory.build(Parser())
+        """,
+}
+
+
+def test_an_untyped_parameter_has_the_types_its_callers_pass(tmp_path: Path) -> None:
+    """What the corpus's callers pass to an untyped parameter types it (inferred): positionally past
+    a bound self (or cls), by keyword, through a class (``Base.init(self, value)``: self given) and through
+    ``self._parser = parser``; a method only built-in types share (get, close) is no guess without."""
+    _write(tmp_path, _PASSED)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Parser.section", "Proxy.__init__", "local"),
+        ("Proxy.read", "Parser.get", "inferred"),
+        ("helper", "Parser.get", "inferred"),
+        ("helper", "Sink.close", "inferred"),
+        ("run", "helper", "local"),
+        ("Base.init", "Parser.get", "inferred"),
+        ("Child.init", "Base.init", "local"),
+        ("main", "Child.init", "instance"),
+        ("Factory.build", "Parser.get", "inferred"),  # cls bound even through the class
+        ("make", "Factory.build", "local"),
+    }
+
+
+_SHADOWED = {
+    "config.py": """\
+        class Plain:
+            def before(self):
+                return 1
+
+
+        class Fancy(Plain):
+            def before(self):
+                return 2
+
+
+        class Config:
+            default = Plain()
+
+            def __init__(self):
+                self.interpolation = self.default
+
+            def get(self):
+                return self.interpolation.before()
+
+
+        class Strict(Config):
+            default = Fancy()
+        """,
+}
+
+
+def test_an_attribute_of_self_has_what_subclasses_assign_in_their_bodies(tmp_path: Path) -> None:
+    """``self.default`` may be read on a subclass that assigns its own in its class body (configparser's
+    _DEFAULT_INTERPOLATION): both values, inferred."""
+    _write(tmp_path, _SHADOWED)
+    records, edges = _graph([tmp_path])
+    assert _named(records, edges, Rel.CALLS) == {
+        ("Config.get", "Plain.before", "inferred"),
+        ("Config.get", "Fancy.before", "inferred"),
+    }
+
+
 def test_the_linker_answers_what_a_name_refers_to(tmp_path: Path) -> None:
     """Linker.resolve, mro and members, for an indexed file and for code that was never indexed."""
     _write(tmp_path, _TYPED)
