@@ -26,30 +26,34 @@ def name_words(name: str) -> str:
 def function_search_text(code: str, lang: str) -> str:
     """The text a function is embedded by: for a Python function, its name in words, its docstring
     (dedented) and its code without the docstring, one per line; any other code as it is."""
-    if lang != PYTHON:
+    function = sole_function(code) if lang == PYTHON else None
+    if function is None:
         return code
+    docstring = ast.get_docstring(function, clean=True)
+    rest = without_docstring(code, function) or code
+    return "\n".join(part for part in (name_words(function.name), docstring, rest) if part)
+
+
+def sole_function(code: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function a Python source of one def (dedented, decorators included) defines, else None."""
     try:
         body = parse_python(code).body
     except (SyntaxError, ValueError):
-        return code
+        return None
     if len(body) != 1 or not isinstance(body[0], ast.FunctionDef | ast.AsyncFunctionDef):
-        return code
-    function = body[0]
-    docstring = ast.get_docstring(function, clean=True)
-    return "\n".join(
-        part for part in (name_words(function.name), docstring, _without_docstring(code, function)) if part
-    )
+        return None
+    return body[0]
 
 
-def _without_docstring(code: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    """The code with the lines of the function's docstring left out, when the docstring has lines of
-    its own (a docstring sharing a line with other code stays)."""
+def without_docstring(code: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The code with the lines of the function's docstring left out; None without a docstring or when
+    it shares a line with other code."""
     first = function.body[0]
     if ast.get_docstring(function, clean=False) is None or first.end_lineno is None:
-        return code
+        return None
     lines = code.split("\n")
     before = lines[first.lineno - 1].encode()[: first.col_offset]  # ast's offsets count UTF-8 bytes
     after = lines[first.end_lineno - 1].encode()[first.end_col_offset or 0 :]
     if before.strip() or after.strip():
-        return code
+        return None
     return "\n".join(lines[: first.lineno - 1] + lines[first.end_lineno :])
