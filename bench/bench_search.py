@@ -14,8 +14,10 @@ and a name that is neither a test nor a dunder method, and no other function of 
 summary or the function's file and qualified name. A query is answered at rank r when the r-th result
 of a mode is the function (for block mode: a block inside it). Modes func and hybrid (unit func) per
 embedder, block with --with-blocks (blocks are otherwise left out of the build: three quarters of its
-texts); bm25-func once. No pruning: it changes no ranking. --name-words measures a lever: each
-function's name split into words as a comment first in its body; with --with-blocks, block mode's
+texts); bm25-func once. No pruning: it changes no ranking. Builds embed each function led by its name
+in words (pkg.code.search_text; its docstring, the other part it leads with, is removed here); --name-words
+measured that lever before builds applied it: each function's name split into words as a comment first
+in its body; with --with-blocks, block mode's
 levers: --min-block-lines leaves out shorter blocks, --block-header puts the enclosing function's
 signature on top of each block's text. --tune adds `pkg tune`'s model as an embedder, tuned on the pairs
 of the corpus's training packages (the held-out ones excluded), with its cost (pairs, minutes) beside its

@@ -69,7 +69,8 @@ class Node:
 
     @property
     def embed_text(self) -> str:
-        """What the node is embedded by: its text (code, a corpus item, a JSON leaf)."""
+        """Its text (code, a corpus item, a JSON leaf): what it is embedded by, a function's once rearranged
+        (pkg.indexing.search_text)."""
         return str(self.props["text"])
 
 

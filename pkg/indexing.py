@@ -13,9 +13,11 @@ import numpy as np
 
 from ingest.link import link_edges
 from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variants
+from pkg.code.search_text import function_search_text
 from pkg.embedders import CachedEmbedder, Embedder
 from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
 from pkg.progress import Progress, no_progress
+from pkg.schema import ImplNode
 from pkg.stores.base import GraphStore, code_tables
 
 T = TypeVar("T")
@@ -47,14 +49,21 @@ def embed_texts(
     return vectors
 
 
+def search_text(node: Node) -> str:
+    """What a node is embedded by: a function's function_search_text (docstring first), else its text."""
+    if node.label is Label.IMPL:
+        return function_search_text(node.embed_text, node.props["lang"])
+    return node.embed_text
+
+
 def embedded_texts(nodes: Iterable[Node]) -> list[str]:
-    """The texts of the nodes that carry a vector (EMBEDDED_LABELS), in order."""
-    return [n.embed_text for n in nodes if n.label in EMBEDDED_LABELS]
+    """The search texts of the nodes that carry a vector (EMBEDDED_LABELS), in order."""
+    return [search_text(n) for n in nodes if n.label in EMBEDDED_LABELS]
 
 
 def with_vectors(nodes: Iterable[Node], vectors: Mapping[str, np.ndarray]) -> list[Node]:
-    """The nodes, each of EMBEDDED_LABELS given the vector of its text (as embed_texts returns them)."""
-    return [replace(n, vector=vectors[n.embed_text]) if n.label in EMBEDDED_LABELS else n for n in nodes]
+    """The nodes, each of EMBEDDED_LABELS given the vector of its search text (as embed_texts returns them)."""
+    return [replace(n, vector=vectors[search_text(n)]) if n.label in EMBEDDED_LABELS else n for n in nodes]
 
 
 def _write_batches(sources: list[SourceGraph]) -> Iterator[list[SourceGraph]]:
@@ -142,13 +151,20 @@ def reembed(store: GraphStore, embedder: Embedder, progress: Progress = no_progr
 
 
 def _reembed_label(store: GraphStore, label: Label, embedder: Embedder, progress: Progress) -> int:
-    rows = store.texts(label)
+    rows = search_texts(store, label)
     vectors = embed_texts([text for _, text in rows], embedder, progress)
     for start in range(0, len(rows), WRITE_BATCH):
         chunk = rows[start : start + WRITE_BATCH]
         store.set_vectors(label, [(node_id, vectors[text]) for node_id, text in chunk])
         progress("write", start + len(chunk), len(rows))
     return len(rows)
+
+
+def search_texts(store: GraphStore, label: Label) -> list[tuple[str, str]]:
+    """(id, search text) of every node of a label, by id."""
+    if label is not Label.IMPL:
+        return store.texts(label)
+    return [(r.id, function_search_text(r.text, r.lang)) for r in store.label_records(label) if isinstance(r, ImplNode)]
 
 
 def link_store(store: GraphStore) -> int:

@@ -17,7 +17,7 @@ import pytest
 
 from ingest.parse import ParsedCorpus, parse_corpus, pruning_variants
 from pkg.embedders import CachedEmbedder
-from pkg.graph import EMBEDDED_LABELS
+from pkg.indexing import embedded_texts
 from pkg.stores.base import GraphStore
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
@@ -65,7 +65,7 @@ def assert_same_graph(actual: GraphSnapshot, expected: GraphSnapshot) -> None:
 
 def _texts(corpus: ParsedCorpus) -> set[str]:
     """Every text a build of the corpus embeds."""
-    return {n.embed_text for n in corpus.nodes if n.label in EMBEDDED_LABELS} | set(pruning_variants(corpus.units))
+    return set(embedded_texts(corpus.nodes)) | set(pruning_variants(corpus.units))
 
 
 def _corpus(root: Path) -> Path:

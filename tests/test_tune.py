@@ -11,10 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pkg.code.search_text import function_search_text
 from pkg.embedders.onnx_encoder import export_path
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from pkg.embedders.tuning import Pair, TuneSettings, docstring_pair, mine_pairs, model_key, tuned_folder
 from pkg.graph import Label
+from pkg.indexing import search_texts
 from pkg.knowledge_base import KnowledgeBase
 from pkg.schema import ImplNode
 from tests.conftest import FIXTURES, STDLIB, cli_build, run_cli
@@ -131,8 +133,8 @@ def test_the_database_queries_and_reopening_use_the_tuned_model(
     with KnowledgeBase(db, cache_dir=cache) as kb:
         assert kb.embedder.name == spec
         model = _model(spec, env)
-        # every IMPL holds the tuned model's vector of its text
-        rows = kb.store.texts(Label.IMPL)[::25]
+        # every IMPL holds the tuned model's vector of its search text
+        rows = search_texts(kb.store, Label.IMPL)[::25]
         for (node_id, _), vector in zip(rows, model.embed_documents([text for _, text in rows])):
             hit = kb.store.search(Label.IMPL, vector, 1)[0]
             assert hit.id == node_id and hit.score == pytest.approx(1.0, abs=1e-4)
@@ -161,7 +163,7 @@ def test_tuning_again_reuses_the_model_and_a_later_build_embeds_with_it(
     with KnowledgeBase(db, cache_dir=Path(env["PKG_CACHE_DIR"])) as kb:
         later = [r for r in kb.store.label_records(Label.IMPL) if isinstance(r, ImplNode) and r.source == str(LATER)]
         assert len(later) > 10
-        for record, vector in zip(later, model.embed_documents([r.text for r in later])):
+        for record, vector in zip(later, model.embed_documents([function_search_text(r.text, r.lang) for r in later])):
             hit = kb.store.search(Label.IMPL, vector, 1)[0]
             assert hit.id == record.id and hit.score == pytest.approx(1.0, abs=1e-4)
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pkg.code.search_text import sole_function, without_docstring
 from pkg.errors import TuningError
 
 TUNED_PREFIX = "tuned-"  # a tuned model's folder in the models folder: tuned-<key>
@@ -58,27 +59,17 @@ def docstring_pair(code: str) -> Pair | None:
     """The pair of a function's source (one def, dedented, decorators included), or None when it has
     no docstring, its summary is shorter than MIN_SUMMARY_WORDS words, the docstring shares a line with
     other code, or fewer than MIN_CODE_LINES non-blank lines stay without it."""
-    try:
-        body = ast.parse(code).body
-    except (SyntaxError, ValueError):
+    function = sole_function(code)
+    docstring = ast.get_docstring(function, clean=True) if function else None
+    if function is None or docstring is None or len(function.body) == 1:
         return None
-    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef | ast.AsyncFunctionDef):
-        return None
-    function = body[0]
-    docstring = ast.get_docstring(function, clean=True)
-    first = function.body[0]
-    if docstring is None or first.end_lineno is None or len(function.body) == 1:
-        return None
-    lines = code.split("\n")
-    before = lines[first.lineno - 1].encode()[: first.col_offset]  # ast's offsets count UTF-8 bytes
-    after = lines[first.end_lineno - 1].encode()[first.end_col_offset or 0 :]
-    if before.strip() or after.strip():
-        return None
-    kept = lines[: first.lineno - 1] + lines[first.end_lineno :]
+    kept = without_docstring(code, function)
     summary = summary_of(docstring)
-    if len(summary.split()) < MIN_SUMMARY_WORDS or sum(1 for line in kept if line.strip()) < MIN_CODE_LINES:
+    if kept is None or len(summary.split()) < MIN_SUMMARY_WORDS:
         return None
-    return Pair(summary, "\n".join(kept))
+    if sum(1 for line in kept.split("\n") if line.strip()) < MIN_CODE_LINES:
+        return None
+    return Pair(summary, kept)
 
 
 def mine_pairs(

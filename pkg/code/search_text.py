@@ -1,0 +1,59 @@
+"""What a function is embedded by: its name in words, its docstring, then its code without the docstring.
+
+A sentence model reads a text's first 256 tokens: with the source as written, a long signature can push
+the docstring, the part written in the query's language, out of that window (click's `style`: twelve
+annotated parameters, then the docstring that names ANSI styles and colours). Led by the name in words
+and the docstring, that part is read first; the code fills the rest of the window.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from pkg.code.syntax_tree import parse_python
+
+PYTHON = "python"
+#: The words of an identifier: snake_case and camelCase parts, runs of capitals, numbers.
+_NAME_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def name_words(name: str) -> str:
+    """An identifier's words, lowercased (`parse_JSONFile2` -> `parse json file 2`)."""
+    return " ".join(part.lower() for part in _NAME_PART.findall(name))
+
+
+def function_search_text(code: str, lang: str) -> str:
+    """The text a function is embedded by: for a Python function, its name in words, its docstring
+    (dedented) and its code without the docstring, one per line; any other code as it is."""
+    function = sole_function(code) if lang == PYTHON else None
+    if function is None:
+        return code
+    docstring = ast.get_docstring(function, clean=True)
+    rest = without_docstring(code, function) or code
+    return "\n".join(part for part in (name_words(function.name), docstring, rest) if part)
+
+
+def sole_function(code: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function a Python source of one def (dedented, decorators included) defines, else None."""
+    try:
+        body = parse_python(code).body
+    except (SyntaxError, ValueError):
+        return None
+    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    return body[0]
+
+
+def without_docstring(code: str, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The code with the lines of the function's docstring left out; None without a docstring or when
+    it shares a line with other code."""
+    first = function.body[0]
+    if ast.get_docstring(function, clean=False) is None or first.end_lineno is None:
+        return None
+    lines = code.split("\n")
+    before = lines[first.lineno - 1].encode()[: first.col_offset]  # ast's offsets count UTF-8 bytes
+    after = lines[first.end_lineno - 1].encode()[first.end_col_offset or 0 :]
+    if before.strip() or after.strip():
+        return None
+    return "\n".join(lines[: first.lineno - 1] + lines[first.end_lineno :])

@@ -1,0 +1,91 @@
+"""Function search finds the obvious function on real packages with the default settings (#35): the
+demo's question about shell command lines in the demo's standard-library slice, and a question about
+coloured output in click (8.1.7, fetched from PyPI by the venv's pip). The texts a function is
+embedded by are checked on real code without a model."""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pkg.code.search_text import function_search_text, name_words
+from pkg.embedders import CachedEmbedder
+from pkg.knowledge_base import KnowledgeBase
+from tests.conftest import STDLIB
+
+#: The Makefile's DEMO_CORPUS without its README (a tutorial holds no functions).
+DEMO_STDLIB = [
+    STDLIB / name
+    for name in (
+        "json",
+        "textwrap.py",
+        "heapq.py",
+        "bisect.py",
+        "statistics.py",
+        "difflib.py",
+        "shlex.py",
+        "fractions.py",
+    )
+]
+CLICK = "click==8.1.7"
+#: Neither target of #35 is met yet by all-MiniLM-L6-v2 (the ranks measured with the docstring first; at
+#: 50f4a3d in brackets): shlex `join` stays first, `split` second in func and hybrid modes (2, 2), also after
+#: `pkg tune` on this corpus (142 pairs); click's `style` is 11th in func mode (51st), 10th in hybrid (34th),
+#: `secho` 65th (37th). Strict: the test fails once a lever meets the target, to drop the mark.
+NOT_MET = pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="#35's ranking target is not met by the default embedder yet"
+)
+
+
+def test_a_function_is_embedded_by_its_name_in_words_and_docstring_before_its_code() -> None:
+    text = function_search_text(inspect.getsource(shlex.split), "python")
+    lines = text.split("\n")
+    assert lines[0] == "split"
+    assert lines[1] == shlex.split.__doc__.strip()
+    assert lines[2].startswith("def split(")
+    assert '"""' not in text and "lex = shlex(s, posix=posix)" in text
+
+
+def test_code_without_a_docstring_or_in_another_language_keeps_its_text() -> None:
+    code = "def parseJSONFile2(path):\n    with open(path) as f:\n        return f.read()\n"
+    assert function_search_text(code, "python") == f"parse json file 2\n{code}"
+    assert function_search_text("fn main() {}", "rust") == "fn main() {}"
+    assert function_search_text("def broken(:\n", "python") == "def broken(:\n"
+    assert name_words("HTTPServer_start") == "http server start"
+
+
+@pytest.fixture(scope="module")
+def click_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """click's package folder, installed from PyPI into a folder of its own (pip's cache serves reruns)."""
+    target = tmp_path_factory.mktemp("click")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), CLICK]
+    subprocess.run(pip, check=True, capture_output=True)
+    return target / "click"
+
+
+def first_names(db: Path, sources: list[Path], embedder: CachedEmbedder, question: str) -> list[str]:
+    """The functions the default query of a fresh build of the sources ranks first (k's default)."""
+    with KnowledgeBase(db, "embedded", embedder) as kb:
+        kb.build(sources, parts=("functions",), prepare_pruning=False)
+        return [r.name for r in kb.query(question).results]
+
+
+@NOT_MET
+def test_the_demo_question_finds_shlex_split_first(tmp_path: Path, module_embedder: CachedEmbedder) -> None:
+    names = first_names(
+        tmp_path / "db", DEMO_STDLIB, module_embedder, "split a shell command line into arguments, honouring quotes"
+    )
+    assert names[0] == "split", names
+
+
+@NOT_MET
+def test_a_question_about_coloured_output_finds_click_style_or_secho(
+    tmp_path: Path, module_embedder: CachedEmbedder, click_source: Path
+) -> None:
+    names = first_names(tmp_path / "db", [click_source], module_embedder, "print colored text to the terminal")
+    assert {"style", "secho"} & set(names[:3]), names
