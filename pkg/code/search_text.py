@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pkg.code.syntax_tree import parse_python
+from pkg.code.syntax_tree import UNPARSABLE, parse_python
 
 PYTHON = "python"
 #: The words of an identifier: snake_case and camelCase parts, runs of capitals, numbers.
@@ -38,7 +38,7 @@ def sole_function(code: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The function a Python source of one def (dedented, decorators included) defines, else None."""
     try:
         body = parse_python(code).body
-    except (SyntaxError, ValueError):
+    except UNPARSABLE:  # a build must not stop at code nested past the parser's recursion limit
         return None
     if len(body) != 1 or not isinstance(body[0], ast.FunctionDef | ast.AsyncFunctionDef):
         return None
