@@ -18,6 +18,7 @@ from ingest.sources import Skipped, Structurer, discover, read_items
 from ingest.structure import file_structure
 from ingest.tutorials import is_tutorial
 from pkg.code.branches import branch_variants
+from pkg.code.search_text import function_search_text
 from pkg.config import DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS
 from pkg.errors import ConfigError, CorpusError
 from pkg.graph import Label, Node, SourceRecord
@@ -201,7 +202,8 @@ def parse_corpus(
 
 
 def pruning_variants(units: list[UnitGraph]) -> list[str]:
-    """Every text that pruning can produce (one child branch removed) for the code nodes of the units."""
+    """Every text that pruning embeds (one child branch removed) for the code nodes of the units: a
+    function's as its search text."""
     variants: list[str] = []
     for unit in units:
         spans = branch_spans(unit)
@@ -210,5 +212,8 @@ def pruning_variants(units: list[UnitGraph]) -> list[str]:
         for node in code:
             if isinstance(node, ImplNode | BlockNode) and node.id in spans:
                 found = branch_variants(node.text, node.start_line, spans[node.id], langs[node.impl_id])
-                variants.extend(text for text, _ in found)
+                texts = [text for text, _ in found]
+                if isinstance(node, ImplNode):  # pruning compares a function by its search text, as it is indexed
+                    texts = [function_search_text(text, node.lang) for text in texts]
+                variants.extend(texts)
     return variants

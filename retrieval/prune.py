@@ -1,7 +1,8 @@
 """Pruning a retrieved node's block subtree (PKG paper, eq. 6-7), always yielding valid code.
 
 Each direct child branch of the node is a candidate for removal; the remaining texts, and the
-unpruned text itself, are embedded in one batch and the one most similar to the query wins. A
+unpruned text itself, are embedded in one batch (a function's by its search text, as the index embeds it)
+and the one most similar to the query wins. A
 variant is a candidate only if it is valid code in the function's language (`syntax_check`).
 """
 
@@ -12,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pkg.code.branches import branch_variants
+from pkg.code.search_text import function_search_text
 from pkg.embedders import Embedder
-from pkg.graph import Span
+from pkg.graph import Label, Span
 from pkg.stores.base import NodeContext
 
 
@@ -31,7 +33,10 @@ def prune(context: NodeContext, query: np.ndarray, embedder: Embedder) -> Pruned
     """Drop the child branch whose removal makes the code most similar to the query, if any does."""
     candidates: list[tuple[str, Span | None]] = [(context.text, None)]
     candidates += branch_variants(context.text, context.start_line, context.children, context.function.lang)
-    scores = embedder.embed_documents([text for text, _ in candidates]) @ np.asarray(query, dtype=np.float32)
+    texts = [text for text, _ in candidates]
+    if context.label is Label.IMPL:  # a function is indexed by its search text: the unpruned one is cached
+        texts = [function_search_text(text, context.function.lang) for text in texts]
+    scores = embedder.embed_documents(texts) @ np.asarray(query, dtype=np.float32)
     best = int(np.argmax(scores))  # ties keep the earliest, i.e. the unpruned text
     text, removed = candidates[best]
     return Pruned(text, removed, float(scores[best]), float(scores[0]))

@@ -17,7 +17,7 @@ from pkg.embedders import CachedEmbedder, unit_rows
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 from pkg.errors import EmbedderMismatchError, StoreUnavailableError
 from pkg.graph import EMBEDDED_LABELS, Label, Node
-from pkg.indexing import embed_texts, embedded_texts, with_vectors
+from pkg.indexing import embed_texts, embedded_texts, search_text, with_vectors
 from pkg.schema import TEXT_LABELS, record_of
 from pkg.stores import GraphStore, open_store
 from pkg.stores.base import EmbedderInfo, GraphCounts
@@ -122,7 +122,7 @@ def test_rebuild_is_idempotent(corpus: Corpus, module_embedder: CachedEmbedder, 
 def test_the_fixture_gives_each_node_its_own_texts_vector(corpus: Corpus, minilm: SentenceTransformerEmbedder) -> None:
     """The expected nodes pair text and vector as an uncached model does, checked on a sample."""
     sample = [n for n in corpus.nodes if n.label in EMBEDDED_LABELS][::13]
-    fresh = minilm.embed_documents([n.embed_text for n in sample])
+    fresh = minilm.embed_documents([search_text(n) for n in sample])
     assert len(sample) > 20
     for node, vector in zip(sample, fresh, strict=True):
         np.testing.assert_allclose(node.vector, vector, atol=1e-4)
