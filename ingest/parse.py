@@ -18,7 +18,7 @@ from ingest.sources import Skipped, Structurer, discover, read_items
 from ingest.structure import file_structure
 from ingest.tutorials import is_tutorial
 from pkg.code.branches import branch_variants
-from pkg.code.search_text import function_search_text
+from pkg.code.search_text import embedded_text
 from pkg.config import DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS
 from pkg.errors import ConfigError, CorpusError
 from pkg.graph import Label, Node, SourceRecord
@@ -211,9 +211,7 @@ def pruning_variants(units: list[UnitGraph]) -> list[str]:
         langs = {node.id: node.lang for node in code if isinstance(node, ImplNode)}
         for node in code:
             if isinstance(node, ImplNode | BlockNode) and node.id in spans:
-                found = branch_variants(node.text, node.start_line, spans[node.id], langs[node.impl_id])
-                texts = [text for text, _ in found]
-                if isinstance(node, ImplNode):  # pruning compares a function by its search text, as it is indexed
-                    texts = [function_search_text(text, node.lang) for text in texts]
-                variants.extend(texts)
+                lang = langs[node.impl_id]
+                found = branch_variants(node.text, node.start_line, spans[node.id], lang)
+                variants.extend(embedded_text(node.LABEL, text, lang) for text, _ in found)
     return variants

@@ -13,7 +13,7 @@ import numpy as np
 
 from ingest.link import link_edges
 from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variants
-from pkg.code.search_text import function_search_text
+from pkg.code.search_text import embedded_text
 from pkg.embedders import CachedEmbedder, Embedder
 from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
 from pkg.progress import Progress, no_progress
@@ -50,10 +50,8 @@ def embed_texts(
 
 
 def search_text(node: Node) -> str:
-    """What a node is embedded by: a function's function_search_text (docstring first), else its text."""
-    if node.label is Label.IMPL:
-        return function_search_text(node.embed_text, node.props["lang"])
-    return node.embed_text
+    """What a node is embedded by (embedded_text: a function's search text, docstring first, else its text)."""
+    return embedded_text(node.label, node.embed_text, node.props.get("lang", ""))
 
 
 def embedded_texts(nodes: Iterable[Node]) -> list[str]:
@@ -164,7 +162,7 @@ def search_texts(store: GraphStore, label: Label) -> list[tuple[str, str]]:
     """(id, search text) of every node of a label, by id."""
     if label is not Label.IMPL:
         return store.texts(label)
-    return [(r.id, function_search_text(r.text, r.lang)) for r in store.label_records(label) if isinstance(r, ImplNode)]
+    return [(r.id, embedded_text(label, r.text, r.lang)) for r in store.label_records(label) if isinstance(r, ImplNode)]
 
 
 def link_store(store: GraphStore) -> int:

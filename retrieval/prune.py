@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pkg.code.branches import branch_variants
-from pkg.code.search_text import function_search_text
+from pkg.code.search_text import embedded_text
 from pkg.embedders import Embedder
-from pkg.graph import Label, Span
+from pkg.graph import Span
 from pkg.stores.base import NodeContext
 
 
@@ -33,9 +33,8 @@ def prune(context: NodeContext, query: np.ndarray, embedder: Embedder) -> Pruned
     """Drop the child branch whose removal makes the code most similar to the query, if any does."""
     candidates: list[tuple[str, Span | None]] = [(context.text, None)]
     candidates += branch_variants(context.text, context.start_line, context.children, context.function.lang)
-    texts = [text for text, _ in candidates]
-    if context.label is Label.IMPL:  # a function is indexed by its search text: the unpruned one is cached
-        texts = [function_search_text(text, context.function.lang) for text in texts]
+    # embedded as the index embeds the node, so that the unpruned text's vector is the cached one
+    texts = [embedded_text(context.label, text, context.function.lang) for text, _ in candidates]
     scores = embedder.embed_documents(texts) @ np.asarray(query, dtype=np.float32)
     best = int(np.argmax(scores))  # ties keep the earliest, i.e. the unpruned text
     text, removed = candidates[best]

@@ -12,6 +12,7 @@ import ast
 import re
 
 from pkg.code.syntax_tree import UNPARSABLE, parse_python
+from pkg.graph import Label
 
 PYTHON = "python"
 #: The words of an identifier: snake_case and camelCase parts, runs of capitals, numbers.
@@ -21,6 +22,12 @@ _NAME_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 def name_words(name: str) -> str:
     """An identifier's words, lowercased (`parse_JSONFile2` -> `parse json file 2`)."""
     return " ".join(part.lower() for part in _NAME_PART.findall(name))
+
+
+def embedded_text(label: Label, text: str, lang: str) -> str:
+    """What a node of a label is embedded by, at build and when pruning: a function (IMPL) by its search
+    text, any other node by its text."""
+    return function_search_text(text, lang) if label is Label.IMPL else text
 
 
 def function_search_text(code: str, lang: str) -> str:
