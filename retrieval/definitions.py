@@ -244,6 +244,7 @@ class CodeAtHand:
     near: tuple[int, int] = (0, 0)  # the lines `near` covers
     imports: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
     base_classes: list[ClassNode] | None = None  # what the own class's bases resolve to, once known
+    resolutions: dict[str, _Resolution | None] = field(default_factory=dict)  # per external name, once per call
     tree: ast.Module | None = None  # Python that parses: its uses are read from the tree when asked
     text: str = ""
     whole: bool = True  # whether the tree is the whole text's (else only the definition around the line)
@@ -617,8 +618,8 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
     pending = _pending_imports(code)
     uses = [u for u in code.uses_in(code.near if reach is Reach.NEAR else None) if u.dotted not in pending]
     # a name is resolved once however often it is used (a 7,000-line module uses ~5,000 names, mostly
-    # repeated: resolving each use took 1.5 s a call under load, each name ~0.2 s)
-    resolutions: dict[str, _Resolution | None] = {}
+    # repeated: resolving each use took 1.5 s a call under load, each name ~0.2 s), and once for the gate too
+    resolutions = code.resolutions
     for use in [*uses, *(_Use(name, code.line, binding=True) for name in sorted(pending))]:
         if use.dotted not in resolutions:
             resolutions[use.dotted] = _resolution(index, code, use) if _external(code, use) else None
@@ -873,20 +874,24 @@ def definitions_context(
     code = read_code(path, text, line, index)
     _with_stored_imports(index, code)
     found, external = _collect(index, code, names)
-    found = {k: f for k, f in found.items() if _source(f) not in exclude_sources}
+    found = _outside(found, exclude_sources)
     used = sorted({u for f in found.values() for u in f.uses if not u.startswith("base ")})
     if gate is Gate.AUTO:
         # the gate reads the code near the line whatever `names` takes: with all of a file's names it
         # would open for nearly every file (155 of 157 cross-file and 74 of 100 in-file benchmark tasks)
         near_found, near_external = (found, external) if names is Reach.NEAR else _collect(index, code, Reach.NEAR)
-        near_found = {k: f for k, f in near_found.items() if _source(f) not in exclude_sources}
-        if reason := _gate_reason(near_found, near_external):
+        if reason := _gate_reason(_outside(near_found, exclude_sources), near_external):
             return DefinitionsContext([], "", [], reason)
     chosen = _fit(index, _ranked(index, found) if found else [], budget, count, code.path, exclude_sources)
     rendered = render(chosen, code.path)
     if gate is Gate.AUTO and not chosen:
         return DefinitionsContext([], "", used, f"none of the definitions it uses fits the budget of {budget} tokens")
     return DefinitionsContext(chosen, rendered, used, None, count(rendered) if rendered else 0)
+
+
+def _outside(found: dict[str, _Found], exclude_sources: frozenset[str]) -> dict[str, _Found]:
+    """The definitions found that are in none of the excluded files."""
+    return {key: entry for key, entry in found.items() if _source(entry) not in exclude_sources}
 
 
 def _gate_reason(found: dict[str, _Found], external: list[str]) -> str | None:
