@@ -52,8 +52,7 @@ def _timed(work: object) -> float:
 
 
 def main() -> None:
-    parser = bench_parser(__doc__)
-    parser.add_argument("--functions", type=int, default=20000)
+    parser = bench_parser(__doc__, functions=20000)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     files, _ = stdlib_corpus(args.functions)

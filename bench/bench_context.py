@@ -70,8 +70,7 @@ def summary(seconds: list[tuple[float, float]]) -> dict:
 
 
 def main() -> None:
-    parser = bench_parser(__doc__)
-    parser.add_argument("--functions", type=int, default=20000)
+    parser = bench_parser(__doc__, functions=20000)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--embedder", default="minilm")
     parser.add_argument("--db", type=Path, default=None, help="Build into (or reuse) this database.")

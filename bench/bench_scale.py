@@ -229,8 +229,7 @@ def build_dirs(db: Path | None) -> Iterator[tuple[Path, Path]]:
 
 
 def main() -> None:
-    parser = bench_parser(__doc__)
-    parser.add_argument("--functions", type=int, default=100_000)
+    parser = bench_parser(__doc__, functions=100_000)
     parser.add_argument(
         "--db",
         type=Path,

@@ -125,8 +125,7 @@ def query_embedder(prepared: dict[str, object], cache_dir: Path) -> Embedder:
 
 
 def main() -> None:
-    parser = bench_parser(__doc__)
-    parser.add_argument("--functions", type=int, default=20000)
+    parser = bench_parser(__doc__, functions=20000)
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
 

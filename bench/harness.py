@@ -85,8 +85,13 @@ def neo4j_database() -> Iterator[tuple[str, int | None, Path | None]]:
             server.stop()
 
 
-def bench_parser(doc: str | None) -> argparse.ArgumentParser:
-    """An argument parser described by the script's first docstring line, with --out (default RESULTS)."""
+def bench_parser(doc: str | None, functions: int | None = None) -> argparse.ArgumentParser:
+    """An argument parser described by the script's first docstring line, with --out (default RESULTS)
+    and, given a default size, --functions: how many standard-library functions the corpus holds."""
     parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     parser.add_argument("--out", type=Path, default=RESULTS)
+    if functions is not None:
+        parser.add_argument(
+            "--functions", type=int, default=functions, help=f"standard-library functions (default {functions})"
+        )
     return parser

@@ -127,6 +127,13 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text))
 
 
+def _calls_in(root: Path, files: dict[str, str]) -> set[tuple[str, ...]]:
+    """The named CALLS edges (with their resolutions) of a corpus of `files` written under `root`."""
+    _write(root, files)
+    records, edges = _graph([root])
+    return _named(records, edges, Rel.CALLS)
+
+
 def test_python_names_resolve_through_scopes_imports_and_classes(tmp_path: Path) -> None:
     _write(tmp_path, _PACKAGE)
     records, edges = _graph([tmp_path])
@@ -354,9 +361,7 @@ _HEADERS = {
 
 def test_decorators_and_defaults_are_called_where_the_function_is_defined(tmp_path: Path) -> None:
     """A decorator or a default value runs in the scope that defines the function, not in it."""
-    _write(tmp_path, _HEADERS)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {
+    assert _calls_in(tmp_path, _HEADERS) == {
         ("outer", "tag", "local"),
         ("outer", "default", "local"),
         ("outer", "outer.<locals>.inner", "local"),
@@ -382,9 +387,7 @@ _GUESSES = {
 
 def test_an_unknown_receiver_is_guessed_only_for_names_no_builtin_type_has(tmp_path: Path) -> None:
     """``items.pop()`` may be a list's: no name-only edge to the one ``pop`` of the corpus."""
-    _write(tmp_path, _GUESSES)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {("drain", "Stack.peek_top", "name-only")}
+    assert _calls_in(tmp_path, _GUESSES) == {("drain", "Stack.peek_top", "name-only")}
 
 
 _HELD = {
@@ -413,9 +416,7 @@ _HELD = {
 
 def test_a_variable_holding_a_class_or_a_function_is_called_through(tmp_path: Path) -> None:
     """Calling a variable calls the class (its ``__init__``) or the function it holds."""
-    _write(tmp_path, _HELD)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {
+    assert _calls_in(tmp_path, _HELD) == {
         ("Child.__init__", "Base.__init__", "inferred"),  # start = super().__init__
         ("make", "Base.__init__", "inferred"),  # cls = Base
         ("make", "Child.__init__", "inferred"),  # Alias = Child
@@ -476,9 +477,7 @@ def test_abstract_methods_give_way_to_overrides_and_reflection_reads_properties(
     """A method only raising NotImplementedError (or @abstractmethod) is no callee when overrides
     exist; getattr/hasattr with a constant name read a property, also one a subclass defines over a
     class attribute."""
-    _write(tmp_path, _DISPATCH)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {
+    assert _calls_in(tmp_path, _DISPATCH) == {
         ("Command.main", "Command.prepare", "self"),  # abstract, but no subclass defines it
         ("Command.main", "Group.invoke", "override"),
         ("Command.describe", "Group.label", "property"),  # hasattr(self, "label")
@@ -531,9 +530,7 @@ _CONTAINERS = {
 def test_elements_of_annotated_containers_have_the_element_type(tmp_path: Path) -> None:
     """``List[X]``, ``Dict[K, X]``: iterating, indexing and ``.get`` give an X (or a subclass);
     an element of an unannotated container, or of ``self``, stays unknown."""
-    _write(tmp_path, _CONTAINERS)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {
+    assert _calls_in(tmp_path, _CONTAINERS) == {
         ("Command.each", "Command.params", "self"),
         ("Command.each", "Param.render", "inferred"),  # params() -> List["Param"]
         ("Command.named", "Param.render", "annotation"),  # self.by_name: Dict[str, Param]
@@ -574,9 +571,7 @@ _MIXINS = {
 def test_a_mixin_reaches_the_methods_its_partners_define_in_its_file(tmp_path: Path) -> None:
     """``cls.parse()`` where neither the class, its bases nor its subclasses define parse: the
     class is mixed in at run time, so each ``parse`` of the file's other classes is a candidate."""
-    _write(tmp_path, _MIXINS)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {
+    assert _calls_in(tmp_path, _MIXINS) == {
         ("BaseHeader.__new__", "DateHeader.parse", "ambiguous"),
         ("BaseHeader.__new__", "AddressHeader.parse", "ambiguous"),
     }
@@ -641,9 +636,7 @@ def test_a_property_of_an_unknown_receiver_is_guessed_among_few_of_its_name(tmp_
     """A property read on an element of a container, or on a plain variable of no known type, links to
     the getters of that name in the file (property-name) when there are at most four: not on a
     module or an annotated variable, and not among five (`value`)."""
-    _write(tmp_path, _TOKENS)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {
+    assert _calls_in(tmp_path, _TOKENS) == {
         ("Token.text", "Token.text", "property-name"),
         ("Token.text", "Word.text", "property-name"),
         ("Word.first", "Token.text", "property-name"),
@@ -715,9 +708,7 @@ def test_an_untyped_parameter_has_the_types_its_callers_pass(tmp_path: Path) -> 
     """What the corpus's callers pass to an untyped parameter types it (inferred): positionally past
     a bound self (or cls), by keyword, through a class (``Base.init(self, value)``: self given) and through
     ``self._parser = parser``; a method only built-in types share (get, close) is no guess without."""
-    _write(tmp_path, _PASSED)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {
+    assert _calls_in(tmp_path, _PASSED) == {
         ("Parser.section", "Proxy.__init__", "local"),
         ("Proxy.read", "Parser.get", "inferred"),
         ("helper", "Parser.get", "inferred"),
@@ -762,9 +753,7 @@ _SHADOWED = {
 def test_an_attribute_of_self_has_what_subclasses_assign_in_their_bodies(tmp_path: Path) -> None:
     """``self.default`` may be read on a subclass that assigns its own in its class body (configparser's
     _DEFAULT_INTERPOLATION): both values, inferred."""
-    _write(tmp_path, _SHADOWED)
-    records, edges = _graph([tmp_path])
-    assert _named(records, edges, Rel.CALLS) == {
+    assert _calls_in(tmp_path, _SHADOWED) == {
         ("Config.get", "Plain.before", "inferred"),
         ("Config.get", "Fancy.before", "inferred"),
     }

@@ -165,15 +165,22 @@ def _apply(record: Record, outcome: Outcome) -> None:
     record.message = outcome.message
 
 
-def _programs(
-    records: Sequence[Record], problems: dict[str, Problem], program: Callable[[Problem, str], str]
-) -> list[str]:
-    """One program per record: `program(problem, completion)` for the record's extracted code."""
+def _run_each(
+    records: Sequence[Record],
+    problems: dict[str, Problem],
+    program: Callable[[Problem, str], str],
+    sandbox: Sandbox,
+    limits: Limits,
+    progress: Progress,
+    stage: str,
+) -> list[Outcome]:
+    """One program per record, `program(problem, completion)` for its extracted code, run in the sandbox
+    within the limits; the outcomes in the records' order, counted in `progress` under `stage`."""
     programs = []
     for record in records:
         problem = problems[record.task_id]
         programs.append(program(problem, problem.completion_from_code(record.code)))
-    return programs
+    return sandbox.run_many(programs, limits, _counter(progress, stage, len(programs)))
 
 
 def by_task_id(records: Sequence[Record]) -> dict[str, list[Record]]:
@@ -192,8 +199,7 @@ def judge(
     progress: Progress = no_progress,
 ) -> None:
     """Runs every candidate against its problem's hidden tests, in place."""
-    programs = _programs(records, problems, Problem.test_program)
-    outcomes = sandbox.run_many(programs, settings.test_limits, _counter(progress, "test", len(programs)))
+    outcomes = _run_each(records, problems, Problem.test_program, sandbox, settings.test_limits, progress, "test")
     for record, outcome in zip(records, outcomes):
         _apply(record, outcome)
 
@@ -211,15 +217,12 @@ def gather_evidence(
     passes the statement's examples, and cosine similarity to the problem's query. Never the tests."""
     for record in records:
         record.parses = parses(record.code)
-    solo = _programs(records, problems, Problem.solution_program)
-    runs = sandbox.run_many(solo, settings.run_limits, _counter(progress, "run alone", len(solo)))
+    limits = settings.run_limits
+    runs = _run_each(records, problems, Problem.solution_program, sandbox, limits, progress, "run alone")
     for record, outcome in zip(records, runs):
         record.runs = outcome.passed
     if with_examples:
-        example_programs = _programs(records, problems, Problem.example_program)
-        checked = sandbox.run_many(
-            example_programs, settings.run_limits, _counter(progress, "examples", len(example_programs))
-        )
+        checked = _run_each(records, problems, Problem.example_program, sandbox, limits, progress, "examples")
         for record, outcome in zip(records, checked):
             record.examples = outcome.passed
     by_task = by_task_id(records)
