@@ -250,6 +250,7 @@ class CodeAtHand:
     tree: ast.Module | None = None  # Python that parses: its uses are read from the tree when asked
     text: str = ""
     whole: bool = True  # whether the tree is the whole text's (else only the definition around the line)
+    indexed: bool = False  # the file as the index holds it (not code being written)
     all_uses: list[_Use] | None = None  # the whole tree's uses, once read
 
     def uses_in(self, window: tuple[int, int] | None) -> list[_Use]:
@@ -299,7 +300,7 @@ def _indexed_code(index: CodeIndex, stored: FileNode, text: str, line: int) -> C
     except UNPARSABLE:
         return None
     ast.increment_lineno(tree, start - 1)
-    code = CodeAtHand(stored.source, "python", line, stored, tree=tree, text=text, whole=False)
+    code = CodeAtHand(stored.source, "python", line, stored, tree=tree, text=text, whole=False, indexed=True)
     for bound, module, attr, _ in index.refs(stored.source)["imports"]:
         code.imports.setdefault(bound, []).append((module, attr))
     scope, own_class, near, local, members = _scope_at(tree, line)
@@ -316,7 +317,7 @@ def _python_code(path: str, text: str, line: int, stored: FileNode | None) -> Co
         refs = {"imports": [list(i) for i in found.imports], "calls": [], "bases": [list(b) for b in found.bases]}
         record = FileNode(id="", source=path, lang="python", fingerprint="", module=found.module, refs=json.dumps(refs))
         imports = found.imports
-    code = CodeAtHand(path, "python", line, record, tree=tree)
+    code = CodeAtHand(path, "python", line, record, tree=tree, indexed=stored is not None)
     for bound, module, attr, _ in imports:
         code.imports.setdefault(bound, []).append((module, attr))
     if tree is None:
@@ -607,7 +608,7 @@ def _module(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str] | 
 def _pending_imports(code: CodeAtHand) -> set[str]:
     """The names the code imports but does not use yet: there for the code being written, so they count as
     used on the line. (Only for code given as it is being written: a whole indexed file has none to speak of.)"""
-    if code.tree is None or not code.whole:
+    if code.tree is None or code.indexed:
         return set()
     uses = code.uses_in(None)
     used = {u.dotted.partition(".")[0] for u in uses if not u.binding}

@@ -235,3 +235,26 @@ def test_a_tight_budget_shortens_the_first_definitions_before_dropping_later_one
     tight = _named(kb.context_at(where, line, code, budget=budget, names="all").definitions)
     assert tight["round_money"].stub == ROUND_MONEY
     assert tight["Cart"].stub != full["Cart"].stub and tight["Cart"].stub.startswith("class Cart(Record):")
+
+
+def test_the_gate_of_a_saved_file_does_not_depend_on_names(
+    open_store: Opener,  # noqa: F811
+    module_embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> None:
+    """An import the indexed file never uses is not code being written: it opens the gate neither with
+    `names="near"` nor after `names="all"` has read the whole file (it did, through the unused import)."""
+    package = tmp_path / "src" / "tool"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "util.py").write_text('def helper():\n    """Help."""\n    return 1\n')
+    main_text = "import os\n\nfrom tool.util import helper\n\n\ndef run():\n    return os.getcwd()\n"
+    (package / "main.py").write_text(main_text)
+    built = KnowledgeBase(tmp_path / "kb", open_store("gate"), module_embedder)
+    built.build([tmp_path / "src"], parts=["functions"])
+    main = str((package / "main.py").resolve())
+    near, every = (built.context_at(main, 7, names=names) for names in ("near", "all"))
+    assert near.gated and "none of the 1 names" in near.gated  # os.getcwd: the graph holds no os
+    assert every.gated == near.gated and every.definitions == []
+    [helper] = built.context_at(main, 7, names="all", gate="always").definitions  # its import still counts
+    assert helper.name == "helper"
