@@ -257,13 +257,13 @@ class CodeAtHand:
         """The uses on the lines of the window (all of them for None, read from the tree once)."""
         if window is None and not self.whole:
             self.tree, self.whole = _lenient_parse(self.text, self.line)[0], True
-        if self.tree is not None and window is None:
-            if self.all_uses is None:
-                self.all_uses = list(_python_uses(self.tree, None))
-            return self.all_uses
-        if self.tree is not None:
+        if self.tree is None:
+            return [u for u in self.uses if window is None or window[0] <= u.line <= window[1]]
+        if window is not None:
             return list(_python_uses(self.tree, window))
-        return [u for u in self.uses if window is None or window[0] <= u.line <= window[1]]
+        if self.all_uses is None:
+            self.all_uses = list(_python_uses(self.tree, None))
+        return self.all_uses
 
 
 def read_code(path: str, text: str | None, line: int | None, index: CodeIndex | None = None) -> CodeAtHand:
