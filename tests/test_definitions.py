@@ -3,8 +3,11 @@ tests/fixtures/context (a small package whose files import each other), on both 
 
 from __future__ import annotations
 
+import ast
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +15,7 @@ from pkg.code.stubs import python_stubs
 from pkg.embedders import CachedEmbedder
 from pkg.errors import ConfigError
 from pkg.knowledge_base import KnowledgeBase
+from retrieval import definitions
 from retrieval.definitions import Definition, read_code, render
 from retrieval.search import Options
 from retrieval.tokenize import estimate_tokens
@@ -258,3 +262,26 @@ def test_the_gate_of_a_saved_file_does_not_depend_on_names(
     assert every.gated == near.gated and every.definitions == []
     [helper] = built.context_at(main, 7, names="all", gate="always").definitions  # its import still counts
     assert helper.name == "helper"
+
+
+def test_an_indexed_files_uses_are_read_once_for_all_its_lines(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`names="all"` reads every use of the file; asked at two lines of one unchanged indexed file, it reads
+    them once, and the answers are those of an index that never read them."""
+    read: list[tuple[int, int] | None] = []
+    walk = definitions._python_uses
+
+    def counted(node: ast.AST, window: tuple[int, int] | None) -> Iterator[Any]:
+        if isinstance(node, ast.Module):
+            read.append(window)
+        return walk(node, window)
+
+    monkeypatch.setattr(definitions, "_python_uses", counted)
+    cached = [kb.context_at(_at("pricing.py"), line, names="all") for line in (9, 14)]
+    assert read.count(None) == 1
+    definitions._INDEXES.clear()
+    fresh = kb.context_at(_at("pricing.py"), 14, names="all")
+    assert read.count(None) == 2
+    assert (cached[1].definitions, cached[1].text) == (fresh.definitions, fresh.text)
+    assert {d.name for d in cached[0].definitions} >= {"Cart", "round_money"}
