@@ -994,6 +994,9 @@ def _fit(
     (a class trimmed rather than another definition dropped)."""
     picks: list[_Pick] = []
     shown: dict[str, set[str]] = {}  # the names picked so far, by file (a module's outline leaves them out)
+    # one stub per file and text: a name defined twice alike (`try: def dumps(...)` / `except ImportError:
+    # def dumps(...)` in bm25s) was printed twice
+    seen: set[tuple[str, str]] = set()
     used = 0
     for entry, score in ranked:
         source = _source(entry)
@@ -1001,8 +1004,11 @@ def _fit(
             continue
         kind, stubs = _stubs(index, entry, shown.get(source, set()))
         levels = [(stub, count(stub) + 1) for stub in stubs if stub]
+        if levels and (source, levels[0][0]) in seen:
+            continue
         header = 0 if source in shown else count(_header(source, here)) + 1
         if levels and used + header + levels[-1][1] <= budget:
+            seen.add((source, levels[0][0]))
             picks.append(_Pick(entry, score, kind, levels, len(levels) - 1))
             shown.setdefault(source, set()).add(_last_name(entry))
             used += header + levels[-1][1]

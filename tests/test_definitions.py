@@ -285,3 +285,32 @@ def test_an_indexed_files_uses_are_read_once_for_all_its_lines(
     assert read.count(None) == 2
     assert (cached[1].definitions, cached[1].text) == (fresh.definitions, fresh.text)
     assert {d.name for d in cached[0].definitions} >= {"Cart", "round_money"}
+
+
+def test_a_name_defined_twice_alike_gets_one_stub(
+    open_store: Opener,  # noqa: F811
+    module_embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> None:
+    """Alternatives of one function under try/except (bm25s' `dumps`, with and without orjson) have the same
+    stub: it is shown once; a variant with another signature is still shown."""
+    package = tmp_path / "src" / "tool"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "codec.py").write_text(
+        "try:\n    import orjson\n\n    def dumps(d: dict) -> str:\n        return orjson.dumps(d).decode()\n\n"
+        "    def loads(text: str) -> dict:\n        return orjson.loads(text)\n"
+        "except ImportError:\n    import json\n\n    def dumps(d: dict) -> str:\n        return json.dumps(d)\n\n"
+        "    def loads(text: str, strict: bool = True) -> dict:\n        return json.loads(text, strict=strict)\n"
+    )
+    main_text = "from tool.codec import dumps, loads\n\n\ndef save(d):\n    return loads(dumps(d))\n"
+    (package / "main.py").write_text(main_text)
+    built = KnowledgeBase(tmp_path / "kb", open_store("twice"), module_embedder)
+    built.build([tmp_path / "src"], parts=["functions"])
+    found = built.context_at(str((package / "main.py").resolve()), 5, gate="always")
+    assert sorted(d.stub for d in found.definitions) == [
+        "def dumps(d: dict) -> str: ...",
+        "def loads(text: str) -> dict: ...",
+        "def loads(text: str, strict: bool = True) -> dict: ...",
+    ]
+    assert found.text.count("def dumps") == 1

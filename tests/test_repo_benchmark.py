@@ -30,6 +30,7 @@ from pkg.benchmarks.repo import (
 )
 from pkg.embedders import Embedder
 from pkg.errors import BenchmarkError, ConfigError
+from pkg.evaluation.prompts import TRUNCATED
 from pkg.evaluation.repo import (
     AUTO,
     REPO_ARMS,
@@ -401,6 +402,12 @@ def test_the_definitions_arms_hold_what_cross_file_bodies_need(tenacity_pkg: Pat
             mixed = arm_context(settings, kb, REPO_ARMS["defs+func"], task)
             assert mixed.snippets[: len(defs.snippets)] == defs.snippets and mixed.gated == defs.gated
             assert len(mixed.retrieved) <= len(defs.retrieved) + 1 and estimate_tokens(mixed.text) <= 256 + 8
+            # bm25+defs: bm25-chunk's first chunk, in at most half the budget, last; the definitions before it
+            twin, chunks = (arm_context(settings, kb, REPO_ARMS[arm], task) for arm in ("bm25+defs", "bm25-chunk"))
+            assert twin.retrieved[-1] == chunks.retrieved[0] and twin.snippets[-1].title == chunks.snippets[0].title
+            shown = twin.snippets[-1].code.removesuffix(TRUNCATED).rstrip("\n")
+            assert chunks.snippets[0].code.startswith(shown) and estimate_tokens(twin.snippets[-1].code) <= 128
+            assert twin.gated == defs.gated and estimate_tokens(twin.text) <= 256 + 8
         assert needed and found / needed >= 0.5
         in_file = [arm_context(settings, kb, REPO_ARMS["defs"], t) for t in tasks if t.stratum == IN_FILE]
         # the gate opens only for code that uses names the graph resolves in other files (here each of

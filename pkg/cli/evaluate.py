@@ -334,7 +334,8 @@ def _compare_repo(
         f"functions); generator {generator.model_id}, greedy, at most {run.params.max_new_tokens} new tokens",
         f"- layouts: {', '.join(f'{arm} {layout}' for arm, layout in layouts.items())}; context: at most "
         f"{run.budget} model tokens for every arm; definitions arms stub the names used {run.names}",
-        "- similarity retrieval: top-3 (defs+func: top-1 after the definitions) from the task's own package, its "
+        "- similarity retrieval: top-3 (defs+func: top-1 after the definitions; bm25+defs: top-1 in at most half "
+        "the budget, the definitions after it) from the task's own package, its "
         "file and any copy of its body left out; query: the last 10 lines of the in-file context",
         "- exact match and edit similarity over the body's code lines (stripped, comments and blank lines "
         "dropped); identifiers as multisets; ES vs infile: the mean paired difference with a bootstrap 95% "

@@ -51,7 +51,9 @@ from retrieval.tokenize import estimate_tokens
 @dataclass(frozen=True)
 class RepoArm:
     """How an arm gets its context: similar code by `mode` (None: none), the definitions of the names the
-    code uses (`definitions`), or neither, its replies taken from other arms (`derived`)."""
+    code uses (`definitions`), or neither, its replies taken from other arms (`derived`). With both, the
+    definitions come first and the similar code gets what is left, unless `similar_first`: then the one most
+    similar snippet takes at most half the budget and the definitions the rest."""
 
     name: str
     description: str
@@ -59,6 +61,7 @@ class RepoArm:
     options: Options = Options()
     definitions: bool = False
     derived: bool = False
+    similar_first: bool = False
 
 
 BASELINE = "infile"
@@ -78,6 +81,15 @@ REPO_ARMS: dict[str, RepoArm] = {
             "the definitions, then the best similar function in what is left of the budget",
             Mode.FUNC,
             definitions=True,
+        ),
+        # bm25-chunk's gain on the first 116 tasks (+0.039) came from near-twin functions, its first chunk;
+        # definitions alone moved nothing: this arm keeps that chunk and gives the definitions the rest
+        RepoArm(
+            "bm25+defs",
+            "the most similar chunk by BM25 (at most half the budget), then the definitions in what is left",
+            Mode.BM25_CHUNK,
+            definitions=True,
+            similar_first=True,
         ),
         RepoArm(
             AUTO,
@@ -479,8 +491,12 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
     """The arm's context for the task within the budget: definitions first, then similar code."""
     context = Context()
     left = settings.budget
+    similar = Context()
+    if arm.similar_first:
+        similar = _similar(settings, kb, arm, task, 1, settings.budget // 2)
+        left -= sum(map(settings.count_tokens, (s.code for s in similar.snippets)))
     if arm.definitions:
-        found = _definitions(settings, kb, task, "always")
+        found = _definitions(replace(settings, budget=left), kb, task, "always")
         by_file: dict[str, list[str]] = {}
         for definition in found.definitions:
             by_file.setdefault(_package_path(definition.path, task), []).append(definition.stub.rstrip())
@@ -490,14 +506,23 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
         ]
         context.gated = _definitions(settings, kb, task, "auto").gated
         left -= sum(map(settings.count_tokens, (s.code for s in context.snippets)))
-    if arm.mode is not None:
-        found_code = retrieve(kb, arm, task, 1 if arm.definitions else K)
-        texts, _ = fit_snippets([r.pruned_text for r in found_code], max(left, 0), settings.count_tokens)
-        context.snippets += [
-            ContextItem(_package_path(r.path, task), t) for r, t in zip(found_code, texts, strict=False)
-        ]
-        context.retrieved += [where(r, task) for r in found_code[: len(texts)]]
+    if arm.mode is not None and not arm.similar_first:
+        similar = _similar(settings, kb, arm, task, 1 if arm.definitions else K, left)
+    context.snippets += similar.snippets  # similar code last, nearest the file
+    context.retrieved += similar.retrieved
     return context
+
+
+def _similar(
+    settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task: RepoTask, k: int, budget: int
+) -> Context:
+    """The arm's k most similar snippets that fit the budget."""
+    found_code = retrieve(kb, arm, task, k)
+    texts, _ = fit_snippets([r.pruned_text for r in found_code], max(budget, 0), settings.count_tokens)
+    return Context(
+        [ContextItem(_package_path(r.path, task), t) for r, t in zip(found_code, texts, strict=False)],
+        [where(r, task) for r in found_code[: len(texts)]],
+    )
 
 
 def _definitions(settings: ContextSettings, kb: KnowledgeBase, task: RepoTask, gate: str) -> DefinitionsContext:
