@@ -7,7 +7,8 @@ re-exports and star imports followed); ``self.m()``/``cls.m()`` through the clas
 order, ``super().m()`` through the bases; calling a class calls its ``__init__``. Other receivers
 are followed through the type facts of ingest.python_types (annotations, constructor calls, return
 types, attributes of ``self`` and of classes, ``isinstance`` narrowing, what callers pass to an
-untyped parameter), evaluated lazily and memoised; reads and writes of a property link to its
+untyped parameter, the items of a returned tuple, the elements the corpus puts into a user-defined
+container), evaluated lazily and memoised; reads and writes of a property link to its
 getter or setter. Other languages
 resolve a receiver through its declared type (``Box b``, ``b := &Box{}``), then by name: a method
 of the caller's own class, then within the file, the package or namespace (or directory), and the
@@ -32,12 +33,13 @@ from pkg.schema import Calls, ClassNode, FileNode, Imports, Inherits, NameNode
 #: or an override of it in a subclass (override); through the bases only (super); a method of a
 #: receiver whose type comes from constructor calls (instance: ``x = C(); x.m()``, also through
 #: ``self.x = C()`` and class attributes), from an annotation on the way (annotation: ``ctx: Context``,
-#: ``-> Context``, ``isinstance(x, C)``) or from what an unannotated function returns or its callers
-#: pass (inferred); a property read or written (property: the getter or setter; property-name: one of
-#: the few of that name in the file or package, the receiver's type unknown); a class or
-#: module named in the call (qualified); by name in the same package or directory (package) or
-#: anywhere in the repository (name-only; for Python, the one method of that name, called on an
-#: unknown receiver); several equally good candidates at one tier (ambiguous, one edge each).
+#: ``-> Context``, ``isinstance(x, C)``) or from what an unannotated function returns, its callers
+#: pass or the corpus puts into a container (inferred); a property read or written (property: the
+#: getter or setter; property-name: one of the few of that name in the file or package, the
+#: receiver's type unknown); a class or module named in the call (qualified); by name in the same
+#: package or directory (package) or anywhere in the repository (name-only; for Python, the one
+#: method of that name, called on an unknown receiver); several equally good candidates at one tier
+#: (ambiguous, one edge each).
 RESOLUTIONS = (
     "local",
     "import",
@@ -71,7 +73,8 @@ _BUILTIN_METHODS = frozenset(
 #: A property read on a receiver of unknown type links to the properties of that name in the file
 #: or package when there are at most this many: on the stdlib bench (email's token lists, whose
 #: elements may be any of up to 9 token classes) guessing among any number took property recall
-#: from 0.22 to 0.80 but precision from 0.980 to 0.823; at most 4, 0.42 and 0.953.
+#: from 0.22 to 0.80 but precision from 0.980 to 0.823; at most 4, 0.42 and 0.953. Since the elements
+#: of user containers are typed, the guesses left were taken 4 times of 13.
 _MAX_GUESSES = 4
 _MAX_SITES = 64  # call sites of one name read for what callers pass to an untyped parameter
 _MAX_HOPS = 4  # re-exports followed through at most this many modules
@@ -91,6 +94,8 @@ class _File:
     types: dict[tuple[str, str], list[tuple[str, int, int]]]  # (scope, name) -> (expression, first, last)
     fields: dict[tuple[str, str], list[tuple[str, str, bool]]]  # (class, attr) -> (scope, expression, class-level)
     returns: dict[str, list[str]]  # function -> expressions
+    items: dict[tuple[str, int], list[str]]  # (function, position) -> expressions of the tuples it returns
+    elements: list[tuple[str, str, str]]  # (scope, receiver, element): what a scope puts into a receiver
     properties: dict[tuple[str, int], str]  # (function, first line) -> get|set|del
     abstract: set[tuple[str, int]]  # (method, first line) of the methods only subclasses define
     narrowed: set[tuple[str, str]]  # (scope, name) of the names narrowed by isinstance somewhere
@@ -146,6 +151,8 @@ class Linker:
                     self.sites[callee.rpartition(".")[2]].append((parsed, caller, line, callee))
         self._sites_memo: dict[tuple[str, int, str], list[tuple[NameNode, str]]] = {}
         self._subclass_memo: dict[str, list[ClassNode]] = {}
+        self._contents: dict[str, list[tuple[_File, str, str]]] | None = None  # class id -> what is put in
+        self._element_memo: dict[str, list[Value]] = {}
         self._mros: dict[str, list[ClassNode]] | None = None  # filled once the bases are known
         self._inherits = [Inherits(c.id, b.id) for c, b in self._inheritance()]
         self._mros = {}
@@ -392,6 +399,17 @@ class Linker:
         if depth > _MAX_DEPTH:
             return [], _CERTAINTY[0]
         self._memo[key] = ([], _CERTAINTY[0])  # while evaluating: a cycle ends here
+        if "#" in text:  # an item of the tuple a call returns
+            called, _, item = text.rpartition("#")
+            values, how = self._values(f, scope, called.removesuffix("()"), line, depth + 1)
+            result = self._called(values, how, depth, int(item))
+        else:
+            result = self._chain(f, scope, text, line, depth)
+        self._memo[key] = result
+        return result
+
+    def _chain(self, f: _File, scope: str, text: str, line: int | None, depth: int) -> tuple[list[Value], str]:
+        """What a dotted chain evaluates to: its head, then each attribute, call and element."""
         annotated, container = text.startswith(":"), text.endswith("[]") and not text.endswith(".[]")
         chain = text.lstrip(":").removesuffix("[]") if container else text.lstrip(":")
         segments = [(part.removesuffix("()"), part.endswith("()")) for part in chain.split(".")]
@@ -399,10 +417,11 @@ class Linker:
         through_self = segments[0][0] in ("self", "cls") and len(rest) < len(segments)
         for step, (name, called) in enumerate(rest):
             elements: list[Value] = [("i", node) for kind, node in values if kind == "e"]
-            values = [v for v in values if v[0] != "e"]
             if name == "[]":  # an element: of a container whose element type is known, else unknown
-                values = elements
+                contained = [v for kind, node in values if kind == "i" for v in self._elements(node, depth)]
+                values, how = elements + contained, _weakest(how, "inferred") if contained else how
                 continue
+            values = [v for v in values if v[0] != "e"]
             values, how = self._attribute(values, name, how, depth, subclassed=through_self and step == 0)
             if called:
                 values, how = self._called(values, how, depth)
@@ -411,10 +430,41 @@ class Linker:
             values = [("i", node) for kind, node in values if kind in "ic" and isinstance(node, ClassNode)]
             how = _weakest(how, "annotation")
         if container:
-            values = [("e", node) for _, node in values]
-        result = list(dict.fromkeys(values)), how
-        self._memo[key] = result
-        return result
+            values = [("e", node) for kind, node in values if kind == "i"]
+        return list(dict.fromkeys(values)), how
+
+    def _elements(self, node: NameNode | ClassNode, depth: int) -> list[Value]:
+        """The elements of an instance of a user-defined class: what the corpus puts into the
+        receivers of the class or of its subclasses (self may be any); memoised per class, a cycle
+        gives nothing."""
+        if not isinstance(node, ClassNode):
+            return []
+        if node.id not in self._element_memo:
+            self._element_memo[node.id] = []
+            found: list[Value] = []
+            for owner in [node, *self._descendants(node)]:
+                for f, scope, element in self._put_into().get(owner.id, []):
+                    found += self._values(f, scope, element, None, depth + 1)[0]
+            self._element_memo[node.id] = list(dict.fromkeys(found))
+        return self._element_memo[node.id]
+
+    def _put_into(self) -> dict[str, list[tuple[_File, str, str]]]:
+        """class id -> (file, scope, element) for what the corpus puts into a receiver that is an
+        instance of the class; built when first asked, on memos of its own (an element asked for
+        meanwhile is unknown, and no value found while building is kept)."""
+        if self._contents is None:
+            self._contents = {}
+            kept = self._memo, self._sites_memo, self._element_memo
+            self._memo, self._sites_memo, self._element_memo = {}, {}, {}
+            found: dict[str, list[tuple[_File, str, str]]] = defaultdict(list)
+            for f in self.files.values():
+                for scope, receiver, element in f.elements:
+                    for kind, node in self._values(f, scope, receiver, None)[0]:
+                        if kind == "i":
+                            found[node.id].append((f, scope, element))
+            self._memo, self._sites_memo, self._element_memo = kept
+            self._contents = dict(found)
+        return self._contents
 
     def _head(
         self, f: _File, scope: str, segments: list[tuple[str, bool]], line: int | None, depth: int
@@ -584,14 +634,16 @@ class Linker:
         entries = f.fields.get((cls.name, name), []) if f is not None else []
         return [(f, scope, e) for scope, e, class_level in entries if class_level]  # type: ignore[misc]
 
-    def _called(self, values: list[Value], how: str, depth: int) -> tuple[list[Value], str]:
-        """What calling each value gives: an instance of a class, what a function returns."""
+    def _called(self, values: list[Value], how: str, depth: int, item: int | None = None) -> tuple[list[Value], str]:
+        """What calling each value gives: an instance of a class, what a function returns (`item`: at
+        that position of the tuples it returns)."""
         found: list[Value] = []
         for kind, node in values:
-            if kind == "c" and isinstance(node, ClassNode):
+            if kind == "c" and isinstance(node, ClassNode) and item is None:
                 found.append(("i", node))
             elif kind == "f" and isinstance(node, NameNode) and (f := self.files.get(node.source)) is not None:
-                for expression in f.returns.get(node.name, []):
+                returned = f.returns.get(node.name, []) if item is None else f.items.get((node.name, item), [])
+                for expression in returned:
                     more, found_how = self._values(f, node.name, expression, None, depth + 1)
                     found, how = found + more, _weakest(how, _weakest(found_how, "inferred"))
         return found, how
@@ -787,6 +839,9 @@ def _parse(record: FileNode) -> _File:
     returns: dict[str, list[str]] = defaultdict(list)
     for function, expression in refs.get("returns", []):
         returns[function].append(expression)
+    items: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for function, position, expression in refs.get("items", []):
+        items[(function, position)].append(expression)
     declared: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for line, variable, kind in refs.get("declared", []):
         declared[variable].append((line, kind))
@@ -799,6 +854,8 @@ def _parse(record: FileNode) -> _File:
         dict(types),
         dict(fields),
         dict(returns),
+        dict(items),
+        [(scope, receiver, element) for scope, receiver, element in refs.get("elements", [])],
         {(function, first): kind for function, first, kind in refs.get("properties", [])},
         {(method, first) for method, first in refs.get("abstract", [])},
         {key for key, entries in types.items() if any(first for _, first, _ in entries)},

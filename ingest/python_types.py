@@ -3,14 +3,19 @@ what each local variable, ``self`` attribute, class attribute and function retur
 functions are properties, and which attribute reads and writes may run one.
 
 A fact's value is an *expression*: a dotted chain as written, each call kept as ``()``
-(``C()``, ``self._get_formatter()``, ``ctx.obj``; ``type(x)`` is ``x.__class__``), evaluated in the
+(``C()``, ``self._get_formatter()``, ``ctx.obj``; ``type(x)`` is ``x.__class__``, ``staticmethod(f)``
+is ``f``), evaluated in the
 scope that wrote it; a leading ``:`` marks an annotation (an instance of what the chain names:
 ``:Context``, ``:self`` for ``Self``). ``Optional[X]``, ``X | None``, ``Union[...]``, string
 annotations and ``type[X]`` (the class itself) are read; a generic container's element type is
 kept as ``:X[]`` (``List[X]``, ``Iterator[X]``, ``Tuple[X, ...]``, a mapping's values), other
 generics keep their origin. ``.[]`` is an element of what comes before it: ``x[i]``, and the target
-of ``for x in xs`` is ``xs.[]``. A name bound in any other way (an unpacking, an unreadable value)
-has no facts: it may hold anything. ``x = None`` binds nothing new.
+of ``for x in xs`` is ``xs.[]``; ``e[]``, a container of what ``e`` holds: ``[e]``, ``[e for ...]``
+(an empty display returned is left out). ``#i`` ends an item of the tuple a call returns: ``a, b = f()``
+binds ``a`` to ``f()#0`` (``a, b = x, y``: to ``x``). A name bound in any other way (a starred or
+nested unpacking, an unreadable value) has no facts: it may hold anything. ``x = None`` binds
+nothing new. What a scope puts into a receiver (``x.append(e)``, ``x[i] = e``, ``C([e])``) is kept
+for the linker to type the elements of user-defined containers.
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ _CONTAINERS = dict.fromkeys(
     "MutableSet Deque deque Generator AsyncIterator AsyncIterable".split(),
     0,
 ) | dict.fromkeys("Dict dict Mapping MutableMapping DefaultDict defaultdict OrderedDict".split(), -1)
+_WRAPPED = {"staticmethod", "classmethod"}  # staticmethod(f) in a class body: f
 _GETTERS = {"property", "functools.cached_property", "cached_property", "abc.abstractproperty"}
 _MAX_UNION = 4  # more alternatives than this is not a type worth following
+_PUTS = {"append": 0, "insert": 1}  # the list methods that put one argument in, by its position
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -48,6 +55,10 @@ class TypeFacts:
     #: [class, attribute, scope that assigns it, expression, 1 if set in the class body else 0]
     fields: list[list[str | int]] = field(default_factory=list)
     returns: list[list[str]] = field(default_factory=list)  # [function, expression]
+    #: [function, position, expression]: what each position of the tuples a function returns holds
+    items: list[list[str | int]] = field(default_factory=list)
+    #: [scope, receiver expression, element expression]: what a scope puts into a receiver
+    elements: list[list[str]] = field(default_factory=list)
     overloads: list[list[str]] = field(default_factory=list)  # [function, signature of one @overload stub]
     properties: list[list[str | int]] = field(default_factory=list)  # [function, first line, get|set|del]
     abstract: list[list[str | int]] = field(default_factory=list)  # [method, first line] for subclasses to define
@@ -72,8 +83,22 @@ def expression(node: ast.expr) -> str | None:
         if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1:
             base = expression(node.args[0])
             return f"{base}.__class__" if base else None
+        if isinstance(node.func, ast.Name) and node.func.id in _WRAPPED and len(node.args) == 1:
+            return expression(node.args[0])
         called = expression(node.func)
         return f"{called}()" if called else None
+    if (element := _element(node)) is not None:
+        text = expression(element)
+        return f"{text}[]" if text and (text.endswith(".[]") or not text.endswith("[]")) else None
+    return None
+
+
+def _element(node: ast.expr) -> ast.expr | None:
+    """The one element a comprehension, or a list or set display of one item, holds."""
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+        return node.elt
+    if isinstance(node, ast.List | ast.Set) and len(node.elts) == 1 and not isinstance(node.elts[0], ast.Starred):
+        return node.elts[0]
     return None
 
 
@@ -89,7 +114,7 @@ def annotation(node: ast.expr | None) -> list[str]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         return annotation(node.left) + annotation(node.right)
     if isinstance(node, ast.Subscript):
-        origin = (expression(node.value) or "").rpartition(".")[2]
+        origin = _origin(node)
         members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if origin in _UNIONS:
             return [a for member in members for a in annotation(member)]
@@ -105,6 +130,11 @@ def annotation(node: ast.expr | None) -> list[str]:
     if text is None or text == "None" or "(" in text:
         return []
     return [":self" if text.rpartition(".")[2] in _SELF else f":{text}"]
+
+
+def _origin(node: ast.Subscript) -> str:
+    """The last name of a generic annotation's origin (``t.List[X]``: List)."""
+    return (expression(node.value) or "").rpartition(".")[2]
 
 
 def type_facts(tree: ast.Module) -> TypeFacts:
@@ -124,6 +154,7 @@ class _Reader:
         for name, values in _bindings(node, nodes).items():
             self.facts.types += [[qualname, name, v, 0, 0] for v in values or [""]]
         self.facts.types += [[qualname, *narrowed] for narrowed in _narrowing(node, nodes)]
+        self.facts.elements += [[qualname, receiver, element] for receiver, element in _puts(nodes)]
         prefix = f"{qualname}.<locals>." if qualname else ""
         for child in nodes:
             if isinstance(child, ast.ClassDef):
@@ -156,6 +187,7 @@ class _Reader:
 
     def function(self, node: Function, qualname: str, nodes: list[ast.AST], method: bool = False) -> None:
         self.facts.returns += [[qualname, v] for v in _returns(node, nodes)]
+        self.facts.items += [[qualname, position, v] for position, v in _items(node, nodes)]
         positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
         if method and _is_classmethod(node):  # cls is bound whether called through the class or not
             positional, method = positional[1:], False
@@ -195,7 +227,9 @@ def _bindings(node: ast.AST, nodes: list[ast.AST], class_body: bool = False) -> 
                 assigned.setdefault(arg.arg, []).append(expression(defaults[arg.arg]))
     for child in nodes:
         for name, value, is_annotation in _bound(child):
-            if is_annotation:
+            if isinstance(value, str):  # an item of a tuple
+                assigned.setdefault(name, []).append(value)
+            elif is_annotation:
                 declared.setdefault(name, []).extend(annotation(value))
             elif value is None or not _is_none(value):
                 assigned.setdefault(name, []).append(expression(value) if value is not None else None)
@@ -215,15 +249,15 @@ def _bindings(node: ast.AST, nodes: list[ast.AST], class_body: bool = False) -> 
     return {name: values if len(values) <= _MAX_UNION else [] for name, values in found.items()}
 
 
-def _bound(node: ast.AST) -> Iterator[tuple[str, ast.expr | None, bool]]:
+def _bound(node: ast.AST) -> Iterator[tuple[str, ast.expr | str | None, bool]]:
     """(name, value, whether the value is an annotation) for each plain name a node binds; value
-    None: bound to something unreadable."""
+    None: bound to something unreadable; a string: an item of the tuple a call returns."""
     if isinstance(node, ast.Assign):
         for target in node.targets:
             if isinstance(target, ast.Name):
                 yield target.id, node.value, False
             else:
-                yield from ((n, None, False) for n in _stored(target))
+                yield from _unpacked(target, node.value)
     elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
         yield node.target.id, node.annotation, True
         if node.value is not None:
@@ -243,6 +277,25 @@ def _bound(node: ast.AST) -> Iterator[tuple[str, ast.expr | None, bool]]:
         yield from ((n, None, False) for n in _stored(node.target))
 
 
+def _unpacked(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr | str | None, bool]]:
+    """The names an unpacking binds: ``a, b = x, y`` each to its value, ``a, b = f()`` each to its
+    item (``f()#0``, ``f()#1``); any other, to something unreadable."""
+    names = target.elts if isinstance(target, ast.Tuple | ast.List) else []
+    if names and all(isinstance(n, ast.Name) for n in names):
+        called = expression(value) if isinstance(value, ast.Call) else None
+        if called:
+            yield from ((n.id, f"{called}#{i}", False) for i, n in enumerate(names) if isinstance(n, ast.Name))
+            return
+        if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(names) and not _starred(value.elts):
+            yield from ((n.id, v, False) for n, v in zip(names, value.elts) if isinstance(n, ast.Name))
+            return
+    yield from ((n, None, False) for n in _stored(target))
+
+
+def _starred(values: list[ast.expr]) -> bool:
+    return any(isinstance(v, ast.Starred) for v in values)
+
+
 def _stored(target: ast.AST) -> list[str]:
     """The plain names a target binds (``a, *b``; not those an attribute or subscript target reads)."""
     if isinstance(target, ast.Name):
@@ -258,6 +311,13 @@ def _is_ellipsis(node: ast.expr) -> bool:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_empty(node: ast.expr) -> bool:
+    """An empty list, tuple, set or dict display: a container with no element to follow."""
+    return isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict) and not (
+        node.keys if isinstance(node, ast.Dict) else node.elts
+    )
 
 
 def _narrowing(node: ast.AST, nodes: list[ast.AST]) -> Iterator[list[str | int]]:
@@ -322,8 +382,83 @@ def _returns(function: Function, nodes: list[ast.AST]) -> list[str]:
         if isinstance(node, ast.Yield | ast.YieldFrom):
             return []
         if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
-            found.append(expression(node.value))
+            found += [] if _is_empty(node.value) else [expression(node.value)]
     return [] if None in found or len(set(found)) > _MAX_UNION else list(dict.fromkeys(v for v in found if v))
+
+
+def _items(function: Function, nodes: list[ast.AST]) -> list[tuple[int, str]]:
+    """(position, expression) of what each position of the tuples a function returns holds: from
+    ``-> Tuple[X, Y]``, else from its returns when each is a tuple display of one length or a call
+    (whose items are passed on: ``f()#0``); a position with an unreadable value holds anything."""
+    if function.returns is not None:
+        return [(i, a) for i, member in enumerate(_tuple_members(function.returns)) for a in annotation(member)]
+    displays: list[list[ast.expr]] = []
+    calls: list[str] = []
+    for node in nodes:
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return []
+        if not isinstance(node, ast.Return) or node.value is None or _is_none(node.value):
+            continue
+        called = expression(node.value) if isinstance(node.value, ast.Call) else None
+        if isinstance(node.value, ast.Tuple) and not _starred(node.value.elts):
+            displays.append(node.value.elts)
+        elif called:
+            calls.append(called)
+        else:
+            return []
+    if len({len(display) for display in displays}) != 1:
+        return []
+    found: list[tuple[int, str]] = []
+    for i in range(len(displays[0])):
+        values = [expression(display[i]) for display in displays] + [f"{c}#{i}" for c in calls]
+        if None not in values and len(set(values)) <= _MAX_UNION:
+            found += [(i, v) for v in dict.fromkeys(v for v in values if v)]
+    return found
+
+
+def _tuple_members(node: ast.expr) -> list[ast.expr]:
+    """The members of a fixed-length tuple annotation (``Tuple[X, Y]``), else none."""
+    if not isinstance(node, ast.Subscript) or _origin(node) not in ("Tuple", "tuple"):
+        return []
+    members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return [] if _is_ellipsis(members[-1]) else members
+
+
+def _puts(nodes: list[ast.AST]) -> Iterator[tuple[str, str]]:
+    """(receiver, element) for each readable value a scope puts into a readable receiver."""
+    for node in nodes:
+        for receiver, element in _put(node):
+            if not _is_none(element) and (into := expression(receiver)) and (text := expression(element)):
+                yield into, text
+
+
+def _put(node: ast.AST) -> list[tuple[ast.expr, ast.expr]]:
+    """(receiver, element) for what a node puts into a container: ``x.append(e)``, ``x.insert(i, e)``,
+    ``x.extend([e, f])`` or ``x.extend(other)``, ``x[i] = e``, ``x[i:j] = [e, f]`` and ``C([e, f])``."""
+    if isinstance(node, ast.Assign):
+        return [
+            (target.value, e)
+            for target in node.targets
+            if isinstance(target, ast.Subscript)
+            for e in (_spread(node.value) if isinstance(target.slice, ast.Slice) else [node.value])
+        ]
+    if not isinstance(node, ast.Call) or node.keywords or _starred(node.args):
+        return []
+    method = node.func if isinstance(node.func, ast.Attribute) else None
+    if method is not None and method.attr in _PUTS and len(node.args) == _PUTS[method.attr] + 1:
+        return [(method.value, node.args[-1])]
+    if method is not None and method.attr == "extend" and len(node.args) == 1:
+        return [(method.value, e) for e in _spread(node.args[0])]
+    if len(node.args) == 1 and isinstance(node.args[0], ast.List | ast.Tuple):
+        return [(node, e) for e in _spread(node.args[0])]
+    return []
+
+
+def _spread(node: ast.expr) -> list[ast.expr]:
+    """The elements of an iterable: the items of a display (not starred), else any element of it."""
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return [e for e in node.elts if not isinstance(e, ast.Starred)]
+    return [ast.Subscript(value=node, slice=ast.Constant(0))]
 
 
 def _is_static(function: Function) -> bool:

@@ -117,6 +117,8 @@ def _fact_refs(facts: TypeFacts, names: Sequence[NameNode]) -> dict[str, object]
         "types": facts.types,
         "fields": facts.fields,
         "returns": facts.returns,
+        "items": facts.items,
+        "elements": facts.elements,
         "properties": facts.properties,
         "abstract": facts.abstract,
         "overloads": facts.overloads,

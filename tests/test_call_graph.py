@@ -722,6 +722,181 @@ def test_an_untyped_parameter_has_the_types_its_callers_pass(tmp_path: Path) -> 
     }
 
 
+_ELEMENTS = {
+    "tokens.py": """\
+        class TokenList(list):
+            @property
+            def value(self):
+                return "".join(x.value for x in self)  # an element of any token list
+
+            def fold(self):
+                return self[0].fold()
+
+
+        class Terminal(str):
+            @property
+            def value(self):
+                return str(self)
+
+            def fold(self):
+                return str(self)
+
+
+        class Space(Terminal):
+            @property
+            def value(self):
+                return " "
+
+
+        class Domain(TokenList):
+            @property
+            def domain(self):
+                return self[-1].value
+
+
+        class LocalPart(TokenList):
+            @property
+            def local(self):
+                for part in self:
+                    return part.value
+
+
+        class AddrSpec(TokenList):
+            @property
+            def domain(self):
+                return self[-1].domain
+
+
+        class Address(TokenList):
+            @property
+            def domain(self):
+                return self[0].domain
+
+
+        def get_domain(value):
+            domain = Domain()
+            domain.append(Terminal(value))
+            domain.insert(0, Space())
+            return domain, value
+
+
+        def get_local_part(value):
+            local_part = LocalPart()
+            local_part.extend([Terminal(value)])
+            return local_part, ""
+
+
+        def get_address(value):
+            addr_spec = AddrSpec()
+            token, value = get_local_part(value)
+            addr_spec.append(token)
+            token, rest = get_domain(value)
+            addr_spec[1] = token
+            return Address([addr_spec]).domain
+        """,
+}
+
+
+def test_elements_of_user_containers_are_what_the_corpus_puts_in(tmp_path: Path) -> None:
+    """The elements of a user-defined container are what the corpus appends, inserts, extends, sets
+    or constructs it with, into an instance of the class or of a subclass (``self`` may be any): a
+    property of an element links through its type (property), a method too (inferred), with no guess
+    by name; ``a, b = f()`` binds the items of the tuple f returns."""
+    assert _calls_in(tmp_path, _ELEMENTS) == {
+        ("TokenList.value", "TokenList.value", "property"),  # LocalPart and Domain in an AddrSpec
+        ("TokenList.value", "Terminal.value", "property"),
+        ("TokenList.value", "Space.value", "property"),
+        ("TokenList.fold", "TokenList.fold", "inferred"),
+        ("TokenList.fold", "Terminal.fold", "inferred"),
+        ("Domain.domain", "Terminal.value", "property"),
+        ("Domain.domain", "Space.value", "property"),
+        ("LocalPart.local", "Terminal.value", "property"),
+        ("AddrSpec.domain", "Domain.domain", "property"),  # LocalPart has no domain
+        ("Address.domain", "AddrSpec.domain", "property"),
+        ("get_address", "get_local_part", "local"),
+        ("get_address", "get_domain", "local"),
+        ("get_address", "Address.domain", "property"),
+    }
+
+
+_UNPACKED = {
+    "words.py": """\
+        class Word:
+            def fold(self):
+                return "w"
+
+
+        class Space:
+            def fold(self):
+                return " "
+
+
+        class Line(list):
+            def words(self):
+                return [w for w in self]
+
+
+        def get_word():
+            word = Word()
+            return word, ""
+
+
+        def get_pair():
+            if input():
+                return get_word()
+            return Word(), Space()
+
+
+        class Reader:
+            parse = staticmethod(get_pair)
+
+            @classmethod
+            def first(cls):
+                word, _ = cls.parse()
+                return word.fold()
+
+
+        def second():
+            _, space = get_pair()
+            return space.fold()
+
+
+        def swapped():
+            left, right = Space(), Word()
+            return right.fold()
+
+
+        def starred():
+            word, *rest = get_pair()
+            return word.fold()
+
+
+        def lines():
+            line = Line()
+            line.append(Word())
+            for word in line.words():
+                word.fold()
+        """,
+}
+
+
+def test_unpacking_binds_the_items_of_a_returned_tuple(tmp_path: Path) -> None:
+    """``a, b = f()`` binds each name to the values at its position in the tuples f returns (also
+    through ``return g()`` and ``staticmethod(f)``), ``a, b = x, y`` each to its own; a starred
+    target binds nothing; a comprehension returned holds what its element holds."""
+    assert _calls_in(tmp_path, _UNPACKED) == {
+        ("get_pair", "get_word", "local"),
+        ("Reader.first", "get_pair", "instance"),
+        ("Reader.first", "Word.fold", "inferred"),
+        ("second", "get_pair", "local"),
+        ("second", "Space.fold", "inferred"),  # get_word's "" holds nothing to follow
+        ("swapped", "Word.fold", "instance"),
+        ("starred", "get_pair", "local"),
+        ("lines", "Line.words", "instance"),
+        ("lines", "Word.fold", "inferred"),
+    }
+
+
 _SHADOWED = {
     "config.py": """\
         class Plain:
