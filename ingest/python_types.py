@@ -10,7 +10,8 @@ scope that wrote it; a leading ``:`` marks an annotation (an instance of what th
 annotations and ``type[X]`` (the class itself) are read; a generic container's element type is
 kept as ``:X[]`` (``List[X]``, ``Iterator[X]``, ``Tuple[X, ...]``, a mapping's values), other
 generics keep their origin. ``.[]`` is an element of what comes before it: ``x[i]``, and the target
-of ``for x in xs`` is ``xs.[]``; ``e[]``, a container of what ``e`` holds: ``[e]``, ``[e for ...]``
+of ``for x in xs`` is ``xs.[]``; ``e[]``, a container of what ``e`` holds: ``[e]``, ``[e for ...]``,
+``list(xs)`` and ``xs[i:j]`` (``xs.[][]``)
 (an empty display returned is left out). ``#i`` ends an item of the tuple a call returns: ``a, b = f()``
 binds ``a`` to ``f()#0`` (``a, b = x, y``: to ``x``). A name bound in any other way (a starred or
 nested unpacking, an unreadable value) has no facts: it may hold anything. ``x = None`` binds
@@ -39,6 +40,9 @@ _CONTAINERS = dict.fromkeys(
     0,
 ) | dict.fromkeys("Dict dict Mapping MutableMapping DefaultDict defaultdict OrderedDict".split(), -1)
 _WRAPPED = {"staticmethod", "classmethod"}  # staticmethod(f) in a class body: f
+#: Builtins whose one argument's elements are what they hold: ``parts = list(tokens)`` (email's
+#: _refold_parse_tree copies a token list, then pops and folds its elements)
+_COPIES = {"list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"}
 _GETTERS = {"property", "functools.cached_property", "cached_property", "abc.abstractproperty"}
 _MAX_UNION = 4  # more alternatives than this is not a type worth following
 _PUTS = {"append": 0, "insert": 1}  # the list methods that put one argument in, by its position
@@ -76,17 +80,23 @@ def expression(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         base = expression(node.value)
         return f"{base}.{node.attr}" if base else None
-    if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+    if isinstance(node, ast.Subscript):
         base = expression(node.value)
-        return f"{base}.[]" if base else None
+        # x[i] is an element; a slice, a container of the same elements
+        return (f"{base}.[][]" if isinstance(node.slice, ast.Slice) else f"{base}.[]") if base else None
     if isinstance(node, ast.Call):
         if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 1:
             base = expression(node.args[0])
             return f"{base}.__class__" if base else None
+        if isinstance(node.func, ast.Name) and node.func.id in _COPIES and len(node.args) == 1:
+            base = expression(node.args[0])
+            return f"{base}.[][]" if base else None
         if isinstance(node.func, ast.Name) and node.func.id in _WRAPPED and len(node.args) == 1:
             return expression(node.args[0])
         called = expression(node.func)
         return f"{called}()" if called else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # `list(x) + parts`: a list like the left
+        return expression(node.left)
     if (element := _element(node)) is not None:
         text = expression(element)
         return f"{text}[]" if text and (text.endswith(".[]") or not text.endswith("[]")) else None

@@ -1269,3 +1269,44 @@ def test_the_cli_shows_callers_callees_and_files(tmp_path: Path) -> None:
     ]
     missing = run_cli("graph", "callers", "no_such_function", "--db", db)
     assert missing.returncode == 1 and missing.stderr == "pkg: no function named 'no_such_function'\n"
+
+
+_COPIED = {
+    "parts.py": """\
+        class Part:
+            def fold(self):
+                return "p"
+
+            @property
+            def value(self):
+                return "v"
+
+
+        class Parts(list):
+            pass
+
+
+        def build():
+            parts = Parts()
+            parts.append(Part())
+            return parts
+
+
+        def refold(tree):
+            parts = list(build()) + list(tree)
+            first = parts.pop(0)
+            rest = build()[1:]
+            return first.fold() + "".join(p.value for p in rest) + sorted(tree)[0].fold()
+        """,
+}
+
+
+def test_a_copy_or_slice_of_a_container_holds_its_elements(tmp_path: Path) -> None:
+    """``list(xs)`` and ``xs[i:j]`` hold the elements of xs, ``a + b`` what a holds (email's
+    _refold_parse_tree copies a token list, prepends to the copy, then pops and folds its parts); of an
+    untyped xs (`sorted(tree)`), nothing is known."""
+    assert _calls_in(tmp_path, _COPIED) == {
+        ("refold", "build", "local"),
+        ("refold", "Part.fold", "inferred"),
+        ("refold", "Part.value", "property"),
+    }
