@@ -488,7 +488,8 @@ class ContextSettings:
 
 
 def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -> Context:
-    """The arm's context for the task within the budget: definitions first, then similar code."""
+    """The arm's context for the task within the budget: definitions, then similar code (fitted first for a
+    `similar_first` arm, shown last either way)."""
     context = Context()
     left = settings.budget
     similar = Context()
