@@ -125,7 +125,7 @@ def annotation(node: ast.expr | None) -> list[str]:
         return annotation(node.left) + annotation(node.right)
     if isinstance(node, ast.Subscript):
         origin = _origin(node)
-        members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        members = _arguments(node)
         if origin in _UNIONS:
             return [a for member in members for a in annotation(member)]
         if origin in _WRAPPERS:
@@ -145,6 +145,11 @@ def annotation(node: ast.expr | None) -> list[str]:
 def _origin(node: ast.Subscript) -> str:
     """The last name of a generic annotation's origin (``t.List[X]``: List)."""
     return (expression(node.value) or "").rpartition(".")[2]
+
+
+def _arguments(node: ast.Subscript) -> list[ast.expr]:
+    """A generic annotation's arguments (``Dict[K, V]``: K, V; ``List[X]``: X)."""
+    return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
 
 
 def type_facts(tree: ast.Module) -> TypeFacts:
@@ -430,7 +435,7 @@ def _tuple_members(node: ast.expr) -> list[ast.expr]:
     """The members of a fixed-length tuple annotation (``Tuple[X, Y]``), else none."""
     if not isinstance(node, ast.Subscript) or _origin(node) not in ("Tuple", "tuple"):
         return []
-    members = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    members = _arguments(node)
     return [] if _is_ellipsis(members[-1]) else members
 
 
