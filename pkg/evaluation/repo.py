@@ -458,6 +458,10 @@ class Context:
     def text(self) -> str:
         return "\n\n".join(s.code for s in self.snippets)
 
+    def tokens(self, count: Callable[[str], int]) -> int:
+        """The snippets' size, each counted by `count`."""
+        return sum(count(s.code) for s in self.snippets)
+
 
 @dataclass
 class RepoRun:
@@ -495,7 +499,7 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
     similar = Context()
     if arm.similar_first:
         similar = _similar(settings, kb, arm, task, 1, settings.budget // 2)
-        left -= sum(map(settings.count_tokens, (s.code for s in similar.snippets)))
+        left -= similar.tokens(settings.count_tokens)
     if arm.definitions:
         found = _definitions(replace(settings, budget=left), kb, task, "always")
         by_file: dict[str, list[str]] = {}
@@ -506,7 +510,7 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
             f"{_package_path(d.path, task)}:{d.lines[0]}-{d.lines[1]} {d.name}" for d in found.definitions
         ]
         context.gated = _definitions(settings, kb, task, "auto").gated
-        left -= sum(map(settings.count_tokens, (s.code for s in context.snippets)))
+        left -= context.tokens(settings.count_tokens)
     if arm.mode is not None and not arm.similar_first:
         similar = _similar(settings, kb, arm, task, 1 if arm.definitions else K, left)
     context.snippets += similar.snippets  # similar code last, nearest the file
