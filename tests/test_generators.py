@@ -180,7 +180,8 @@ def test_pkg_llama_threads_sets_llama_cpp_threads(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PKG_LLAMA_THREADS", "1")
     generator = make_generator("llama:smollm2-135m")
     try:
-        assert generator._llm.n_threads == 1
+        # the prompt too: llama-cpp-python would read it with one thread per core
+        assert generator._llm.n_threads == generator._llm.n_threads_batch == 1
     finally:
         generator.close()
     monkeypatch.setenv("PKG_LLAMA_THREADS", "all")

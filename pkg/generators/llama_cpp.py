@@ -23,7 +23,9 @@ class LlamaCppGenerator(Generator):
 
     `threads` (else PKG_LLAMA_THREADS, else one per core): on a machine busy with other work, one thread
     is the faster: 48 tokens of SmolLM2-135M took 15.8 s on one thread, 53.6 s on two, at a load average
-    of 10 on 2 cores, as llama.cpp's threads wait for each other at every step."""
+    of 10 on 2 cores, as llama.cpp's threads wait for each other at every step. The prompt is read with
+    the same threads: llama-cpp-python's own default there is one per core, so two one-thread processes
+    ran four threads on 2 cores (load 3.8) and wrote ~1.1 repository-benchmark replies a minute each."""
 
     def __init__(
         self, model_path: Path, model_id: str | None = None, n_ctx: int = DEFAULT_CONTEXT, threads: int | None = None
@@ -38,11 +40,13 @@ class LlamaCppGenerator(Generator):
             raise GeneratorError(f"no model file at {model_path}")
         self.model_id = model_id or f"llama:{model_path.name}"
         self._context = n_ctx
+        threads = positive_setting(threads, "PKG_LLAMA_THREADS", os.cpu_count() or 1)
         try:
             self._llm = Llama(
                 model_path=str(model_path),
                 n_ctx=n_ctx,
-                n_threads=positive_setting(threads, "PKG_LLAMA_THREADS", os.cpu_count() or 1),
+                n_threads=threads,
+                n_threads_batch=threads,
                 verbose=False,
                 seed=0,
             )
