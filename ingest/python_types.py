@@ -126,6 +126,8 @@ def annotation(node: ast.expr | None) -> list[str]:
     if isinstance(node, ast.Subscript):
         origin = _origin(node)
         members = _arguments(node)
+        if not members:  # tuple[()]: the empty tuple
+            return []
         if origin in _UNIONS:
             return [a for member in members for a in annotation(member)]
         if origin in _WRAPPERS:
@@ -436,7 +438,7 @@ def _tuple_members(node: ast.expr) -> list[ast.expr]:
     if not isinstance(node, ast.Subscript) or _origin(node) not in ("Tuple", "tuple"):
         return []
     members = _arguments(node)
-    return [] if _is_ellipsis(members[-1]) else members
+    return [] if not members or _is_ellipsis(members[-1]) else members
 
 
 def _puts(nodes: list[ast.AST]) -> Iterator[tuple[str, str]]:

@@ -897,6 +897,35 @@ def test_unpacking_binds_the_items_of_a_returned_tuple(tmp_path: Path) -> None:
     }
 
 
+def test_an_empty_tuple_annotation_is_a_type_of_nothing(tmp_path: Path) -> None:
+    """``tuple[()]`` (packaging's ``BuildTag``) has no arguments: linking reads past it, it does not raise."""
+    files = {
+        "tags.py": """\
+            from typing import Tuple
+
+            BuildTag = tuple[()] | tuple[int, str]
+
+
+            def helper():
+                return ()
+
+
+            def empty(tag: Tuple[()], other: "tuple[()]") -> tuple[()]:
+                first, second = empty_pair()
+                return helper()
+
+
+            def empty_pair() -> Tuple[()]:
+                return helper()
+            """
+    }
+    assert _calls_in(tmp_path, files) == {
+        ("empty", "helper", "local"),
+        ("empty", "empty_pair", "local"),
+        ("empty_pair", "helper", "local"),
+    }
+
+
 _SHADOWED = {
     "config.py": """\
         class Plain:
