@@ -24,7 +24,8 @@ of the corpus's training packages (the held-out ones excluded), with its cost (p
 scores.
 
     python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks
-        [--min-block-lines N] [--block-header]] [--name-words] [--tune [--tune-pairs 20000] [--tune-epochs 1]]
+        [--min-block-lines N] [--block-header]] [--name-words] [--tune [--tune-pairs 20000] [--tune-epochs 1]
+        [--tune-max-tokens 128] [--tune-learning-rate 2e-5]]
         [--work DIR]
 """
 
@@ -346,6 +347,8 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="add `pkg tune`'s model, tuned on the training packages")
     parser.add_argument("--tune-pairs", type=int, default=TuneSettings.max_pairs, help="pkg tune --max-pairs")
     parser.add_argument("--tune-epochs", type=int, default=TuneSettings.epochs, help="pkg tune --epochs")
+    parser.add_argument("--tune-max-tokens", type=int, default=TuneSettings.max_tokens, help="tokens read in training")
+    parser.add_argument("--tune-learning-rate", type=float, default=TuneSettings.learning_rate, help="of AdamW")
     args = parser.parse_args()
     variant = f"{args.functions}{'-name-words' if args.name_words else ''}"
     corpus_dir = args.work / f"corpus-{variant}"
@@ -362,7 +365,12 @@ def main() -> None:
     specs = args.embedders.split(",")
     tuning: dict = {}
     if args.tune:
-        settings = TuneSettings(max_pairs=args.tune_pairs, epochs=args.tune_epochs)
+        settings = TuneSettings(
+            max_pairs=args.tune_pairs,
+            epochs=args.tune_epochs,
+            learning_rate=args.tune_learning_rate,
+            max_tokens=args.tune_max_tokens,
+        )
         spec, tuning = tuned_spec(corpus_dir, packages, settings, args.work / "cache")
         specs.append(spec)
     for spec in specs:

@@ -353,6 +353,9 @@ def test_the_cli_refuses_an_unknown_repository_arm(tmp_path: Path) -> None:
     done = run_cli("compare", "--benchmark", "repo", "--layout", "infile=fim", "--out", str(tmp_path / "run"))
     assert done.returncode != 0 and "unknown layout 'fim'" in done.stderr
     assert not (tmp_path / "run" / "pkg").exists()
+    done = run_cli("compare", "--benchmark", "repo", "--shard", "3/2", "--out", str(tmp_path / "run"))
+    assert done.returncode != 0 and "--shard" in done.stderr and "not '3/2'" in done.stderr
+    assert not (tmp_path / "run" / "pkg").exists()
 
 
 @pytest.mark.cli
@@ -360,12 +363,13 @@ def test_the_cli_refuses_an_unknown_repository_arm(tmp_path: Path) -> None:
 def test_the_cli_builds_the_packages_pkgs_where_db_says(tmp_path: Path) -> None:
     db, out = tmp_path / "pkgs", tmp_path / "run"
     done = run_cli(
-        "compare", "--benchmark", "repo", "--arms", "infile", "--limit", "1", "--embedder", "static",
-        "--generator", "llama:smollm2-135m", "--max-new-tokens", "8", "--db", str(db), "--out", str(out),
+        "compare", "--benchmark", "repo", "--arms", "infile", "--limit", "3", "--shard", "2/2", "--embedder",
+        "static", "--generator", "llama:smollm2-135m", "--max-new-tokens", "8", "--db", str(db), "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (db / "tenacity").is_dir() and not (out / "pkg").exists()
-    assert len((out / "results.jsonl").read_text().splitlines()) == 1
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["task_id"] for r in records] == [_all_tasks()[1].task_id]  # the second shard of the first three
 
 
 @pytest.fixture(scope="module")

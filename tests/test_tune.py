@@ -74,6 +74,7 @@ def test_the_key_follows_the_pairs_and_every_setting() -> None:
     assert key != model_key(pairs[:1], TuneSettings(), "all-MiniLM-L6-v2")
     assert key != model_key(pairs, TuneSettings(seed=1), "all-MiniLM-L6-v2")
     assert key != model_key(pairs, TuneSettings(epochs=2), "all-MiniLM-L6-v2")
+    assert key != model_key(pairs, TuneSettings(max_tokens=64), "all-MiniLM-L6-v2")
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +119,11 @@ def test_the_tuned_model_ranks_its_pairs_better_than_the_base(
     model = _model(spec, env)
     base, after = _mrr(minilm, pairs), _mrr(model, pairs)
     assert after > base + 0.02, (base, after)
+    # trained on each text's first TuneSettings.max_tokens tokens, it embeds as many as MiniLM
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415 (torch only where a test needs it)
+
+    saved = SentenceTransformer(str(tuned_folder(Path(env["PKG_CACHE_DIR"]) / "models", spec.split(":")[1])))
+    assert TuneSettings.max_tokens < 256 == saved.max_seq_length
 
 
 @pytest.mark.cli

@@ -599,6 +599,13 @@ def watch(paths: tuple[Path, ...], embedder: str | None, db_dir: Path, store: st
     "--seed", type=int, default=TuneSettings.seed, show_default=True, help="Seed of the sample and the order."
 )
 @click.option(
+    "--max-tokens",
+    type=click.IntRange(min=8, max=256),
+    default=TuneSettings.max_tokens,
+    show_default=True,
+    help="Tokens of each text read in training (the tuned model embeds 256, as MiniLM): fewer train faster.",
+)
+@click.option(
     "--exclude",
     multiple=True,
     metavar="GLOB",
@@ -613,6 +620,7 @@ def tune(
     batch_size: int,
     learning_rate: float,
     seed: int,
+    max_tokens: int,
     exclude: tuple[str, ...],
     db_dir: Path,
     store: str,
@@ -622,7 +630,7 @@ def tune(
     without the docstring, in-batch negatives) on the CPU, store it in --cache-dir/models, re-embed the
     database with it and record it as its embedder: `pkg query`, `pkg serve` and later builds use it.
     Running it again with the same functions and settings reuses the model."""
-    settings = TuneSettings(max_pairs, epochs, batch_size, learning_rate, seed)
+    settings = TuneSettings(max_pairs, epochs, batch_size, learning_rate, seed, max_tokens)
     bars = StageBars()
     try:
         with knowledge_base(db_dir, store, None, cache_dir) as kb:

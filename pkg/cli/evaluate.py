@@ -7,7 +7,7 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -31,6 +31,8 @@ from pkg.generators import SPEC_HELP as GENERATOR_HELP
 from pkg.stores import STORES
 from rerank.policies import DEFAULT_POLICY, POLICIES
 from rerank.sandbox import MODES as SANDBOX_MODES
+
+T = TypeVar("T")
 
 
 def _generation_options(command: Any) -> Any:
@@ -105,6 +107,13 @@ def _generation_options(command: Any) -> Any:
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N problems.")
 @click.option(
+    "--shard",
+    metavar="K/N",
+    callback=lambda _ctx, _param, value: _shard(value),
+    help="Only every N-th problem from the K-th (after --limit), to split a long run over processes: give "
+    "each its own --out, merge their generations.jsonl into one and run again without --shard for the table.",
+)
+@click.option(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -173,6 +182,7 @@ def compare(
     sample_temperature: float,
     generator_spec: str,
     limit: int | None,
+    shard: tuple[int, int] | None,
     out_dir: Path | None,
     mbpp_path: Path | None,
     k: int,
@@ -215,11 +225,11 @@ def compare(
 
     out = out_dir or Path(f"compare-{benchmark}")
     if benchmark == REPO:
-        choices = RepoChoices(arms, layout, context_budget, names, pilot, limit)
+        choices = RepoChoices(arms, layout, context_budget, names, pilot, limit, shard)
         _compare_repo(choices, generator_spec, out, db_dir or out / "pkg", max_new_tokens, embedder, store, cache_dir)
         return
     chosen = parse_arms(arms)
-    problems = load_problems(benchmark, mbpp_path, limit)
+    problems = in_shard(load_problems(benchmark, mbpp_path, limit), shard)
     bars = StageBars()
     notes: list[str] = []
     generator = CachedGenerator(make_generator(generator_spec), GenerationCache(out / "generations.jsonl"))
@@ -282,6 +292,22 @@ class RepoChoices:
     names: str
     pilot: bool
     limit: int | None
+    shard: tuple[int, int] | None = None
+
+
+def _shard(value: str | None) -> tuple[int, int] | None:
+    """--shard's K/N, 1 <= K <= N."""
+    if value is None:
+        return None
+    part, _, parts = value.partition("/")
+    if not (part.isdigit() and parts.isdigit() and 1 <= int(part) <= int(parts)):
+        raise click.BadParameter(f"takes K/N with 1 <= K <= N (2/3: the second of three shards), not {value!r}")
+    return int(part), int(parts)
+
+
+def in_shard(items: list[T], shard: tuple[int, int] | None) -> list[T]:
+    """The items of shard K of N: every N-th from the K-th."""
+    return items if shard is None else items[shard[0] - 1 :: shard[1]]
 
 
 def _compare_repo(
@@ -315,6 +341,7 @@ def _compare_repo(
     chosen = parse_repo_arms(choices.arms)
     layouts = parse_layouts(choices.layout, chosen)
     tasks = load_repo_tasks(per_stratum=PILOT_PER_STRATUM if choices.pilot else PER_STRATUM)[: choices.limit]
+    tasks = in_shard(tasks, choices.shard)
     bars = StageBars()
     generator = CachedGenerator(make_generator(generator_spec), GenerationCache(out / "generations.jsonl"))
     try:

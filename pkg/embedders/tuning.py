@@ -41,13 +41,17 @@ class Pair:
 @dataclass(frozen=True)
 class TuneSettings:
     """How `pkg tune` trains: at most max_pairs pairs (a seeded sample), epochs over them, batch_size
-    pairs per step (the in-batch negatives), the learning rate of AdamW, and the seed."""
+    pairs per step (the in-batch negatives), the learning rate of AdamW, the seed, and the tokens of a
+    text read in training; the tuned model reads as many as MiniLM, 256, when it embeds. On bench_search's
+    5k corpus (885 pairs), 128 tokens trained in 2.0 min against 4.0 for 256, with recall@10 equal (0.833)
+    and recall@1 0.486 against 0.495 (3 of 317 queries)."""
 
     max_pairs: int = 20_000
     epochs: int = 1
     batch_size: int = 32
     learning_rate: float = 2e-5
     seed: int = 0
+    max_tokens: int = 128
 
 
 def summary_of(docstring: str) -> str:
@@ -155,6 +159,8 @@ def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, 
     random.seed(settings.seed)
     torch.manual_seed(settings.seed)
     model = SentenceTransformer(base, device="cpu")
+    reads = model.max_seq_length  # 256, from the packaged model's sentence_bert_config.json
+    model.max_seq_length = min(settings.max_tokens, reads or settings.max_tokens)
     if not hasattr(model, "old_fit"):
         raise TuningError("this sentence-transformers has no old_fit (3.0 to 6.2 have it): install one of those")
     examples = [InputExample(texts=[pair.query, pair.code]) for pair in pairs]
@@ -175,4 +181,5 @@ def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, 
         optimizer_params={"lr": settings.learning_rate},
         show_progress_bar=show_progress,
     )
+    model.max_seq_length = reads
     model.save(str(out))
