@@ -14,6 +14,9 @@ DB_MARKER = "PKG-DATABASE"
 DB_FILE = "pkg.sqlite"
 BM25_DIR = "bm25"
 BM25_META = "pkg-bm25.json"
+#: The lock one build holds on its --db: a second build of the same database waits for it (two at once
+#: raced on the BM25 indexes' renames and failed; session 8, two `pkg compare` runs on one set of PKGs).
+BUILD_LOCK = ".pkg-build.lock"
 
 #: What a build can put in the graph: functions (NAME/IMPL/BLOCK, with the code structure FILE/CLASS/MODULE),
 #: rows (ROW), chunks (CHUNK), json (PATH/PATHVALUE of JSON files, JSONL rows and tutorials).

@@ -14,12 +14,13 @@ query through `KnowledgeBase.query`; the CLI, `pkg compare` and a server hold on
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
-from pkg.config import DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
+from pkg.config import BUILD_LOCK, DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
 from pkg.embedders import DEFAULT_SPEC, Embedder, make_embedder
 from pkg.embedders.tuning import TuneSettings, mine_pairs, tune
 from pkg.errors import StoreError, StoreNotFoundError
@@ -196,20 +197,22 @@ class KnowledgeBase:
         """Build or update the PKG from the paths: only files that changed since the last build are
         parsed, embedded and written, files gone from the paths are removed, and every BM25 index is
         rebuilt from what the store then holds; files larger than `max_file_bytes` are skipped.
+        One build of a database runs at a time: another waits for it, reporting progress stage "wait".
         Raises CorpusError when the paths hold nothing."""
         # Imported here, so that a query never loads the parsers (~0.1 s of a cold `pkg query`).
         from ingest.parse import parse_corpus  # noqa: PLC0415
         from pkg.indexing import index_corpus  # noqa: PLC0415
         from retrieval.lexical import refresh_indexes  # noqa: PLC0415
 
-        known = self.store.sources() if self.exists else {}
-        corpus = parse_corpus(
-            [Path(p) for p in paths], progress, parts, chunk_size, known, structurer, max_file_bytes, self.db_dir
-        )
-        store = self._open(create=True)
-        self._mark_database()
-        report = index_corpus(corpus, store, self.embedder, progress, prepare_pruning)
-        return Built(report, refresh_indexes(store, self.db_dir))
+        with self._build_lock(progress):
+            known = self.store.sources() if self.exists else {}
+            corpus = parse_corpus(
+                [Path(p) for p in paths], progress, parts, chunk_size, known, structurer, max_file_bytes, self.db_dir
+            )
+            store = self._open(create=True)
+            self._mark_database()
+            report = index_corpus(corpus, store, self.embedder, progress, prepare_pruning)
+            return Built(report, refresh_indexes(store, self.db_dir))
 
     def tune(
         self,
@@ -236,6 +239,36 @@ class KnowledgeBase:
         self._embedder_choice, self._embedder = spec, make_embedder(spec, self.cache_dir)
         reembedded = 0 if stored.name == spec else reembed(self.store, self._embedder, progress)
         return Tuned(spec, len(functions), len(pairs), trained, reembedded, time.perf_counter() - started)
+
+    @contextmanager
+    def _build_lock(self, progress: Progress) -> Iterator[None]:
+        """Hold the database's build lock, waiting for another build's (progress "wait", 0 then 1)."""
+        # filelock rather than fcntl: the same lock on Windows too, freed when its holder dies. Imported
+        # here, like the parsers: a query never takes it.
+        from filelock import FileLock, Timeout  # noqa: PLC0415
+
+        path = self.db_dir / BUILD_LOCK
+        created = not self.db_dir.exists()
+        try:
+            self.db_dir.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(path)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                progress("wait", 0, 1)
+                lock.acquire()
+                progress("wait", 1, 1)
+        except OSError as exc:
+            raise StoreError(f"cannot lock {path}: {exc}") from exc
+        try:
+            yield
+        except BaseException:
+            if created and [p.name for p in self.db_dir.iterdir()] == [BUILD_LOCK]:
+                path.unlink()  # a refused first build leaves no database directory behind
+                self.db_dir.rmdir()
+            raise
+        finally:
+            lock.release()
 
     def _mark_database(self) -> None:
         """Write the marker that tells every later build this directory is a database, never a source."""

@@ -1,6 +1,6 @@
 """The progress protocol of long work, called as (stage, done, total): a build's stages are
-"parse", "embed" and "write"; a comparison's "generate ARM", "test", "run alone", "examples" and
-"similarity"."""
+"parse", "embed" and "write" (after "wait" when another build of the database holds it); a
+comparison's "generate ARM", "test", "run alone", "examples" and "similarity"."""
 
 from __future__ import annotations
 

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
+from filelock import FileLock
 
-from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, cli_build, run_cli
+from pkg.config import BUILD_LOCK, DB_FILE
+from tests.conftest import (
+    CORPUS_NODES,
+    CORPUS_RELATIONSHIPS,
+    FIXTURES,
+    HUNG_AFTER_S,
+    STDLIB_SLICE,
+    cli_build,
+    run_cli,
+)
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -194,6 +207,25 @@ def test_a_build_never_reads_a_database_in_the_folder_it_builds(tmp_path: Path, 
         f"pkg: {db}: PKG database (holds PKG-DATABASE); a build never reads a PKG database\n",
     )
     assert not other.exists()
+
+
+@pytest.mark.cli
+def test_a_second_build_of_a_database_waits_for_the_first(tmp_path: Path, env: dict[str, str]) -> None:
+    """Two builds of one database at once raced on the BM25 indexes' renames; the second now waits."""
+    db = tmp_path / "db"
+    db.mkdir()
+    command = [sys.executable, "-m", "pkg", "build", str(CORPUS), "--db", str(db), "--format", "json"]
+    with FileLock(db / BUILD_LOCK):  # a first build, holding the database
+        second = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env}
+        )
+        assert second.stderr is not None
+        said = next((line for line in iter(second.stderr.readline, "") if "waiting" in line), "")  # "" at its end
+        assert said == "pkg: another build of this database is running; waiting for it to finish\n"
+        assert second.poll() is None and not (db / DB_FILE).exists()
+    out, err = second.communicate(timeout=HUNG_AFTER_S)
+    assert second.returncode == 0, err
+    assert json.loads(out)["functions"] == 7 and _stats(db)["nodes"] == CORPUS_NODES
 
 
 def test_the_readme_lists_every_option_of_every_command() -> None:

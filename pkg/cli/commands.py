@@ -27,7 +27,8 @@ from retrieval.search import MODES, Neighbour, Options
 
 
 class StageBars:
-    """One progress bar per pipeline stage, on stderr when it is a terminal."""
+    """One progress bar per pipeline stage, on stderr when it is a terminal; a line when a build
+    waits for another build of its database."""
 
     LABELS = {"parse": "parsing   ", "embed": "embedding ", "write": "writing   "}
 
@@ -37,6 +38,10 @@ class StageBars:
         self._done = 0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage == "wait":
+            if not done:
+                click.echo("pkg: another build of this database is running; waiting for it to finish", err=True)
+            return
         if not sys.stderr.isatty():
             return
         if stage != self._stage:
