@@ -34,7 +34,7 @@ from pathlib import Path
 
 from tree_sitter import Node as TsNode
 
-from ingest.python_types import TypeFacts, accesses, arguments, type_facts
+from ingest.python_types import TypeFacts, child_nodes, type_facts
 from pkg.code.languages import LANGUAGES, node_text
 from pkg.code.stubs import first_lines, python_stubs
 from pkg.code.syntax_tree import UNPARSABLE, parse_python, parser
@@ -171,8 +171,6 @@ def python_structure(source: str, text: str, tree: ast.Module | None = None, typ
     _PythonReader(found, package).visit_scope(tree, "")
     if types:
         found.facts = type_facts(tree)
-        found.facts.accesses = list(accesses(tree))
-        found.facts.arguments = list(arguments(tree))
     return found
 
 
@@ -184,7 +182,7 @@ class _PythonReader:
         self.package = package
 
     def visit_scope(self, node: ast.AST, prefix: str, header: int = 0) -> None:
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             self.visit(child, prefix, header)
 
     def visit(self, node: ast.AST, prefix: str, header: int = 0) -> None:
