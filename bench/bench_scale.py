@@ -2,16 +2,18 @@
 
 The corpus is the venv's site-packages (bench/corpora.py: by package, then path, test folders left
 out) until --functions functions. One `KnowledgeBase.build` (default settings; a fresh embedding
-cache unless --db's cache holds an interrupted build's vectors, counted as texts_from_cache) is timed
-by stage (parse, embed, write, link, BM25 indexes), then 50 real queries per mode (first docstring
-lines of corpus functions) are timed in modes func and block, query embedding and pruning included.
-Records texts embedded, pruning variants, nodes, relationships, peak RSS, disk size against the raw
-float32 vector bytes, and each query's answers, which --compare checks against an earlier result
-(same corpus, another build setting or embedder). Then a retrieval task on the corpus itself: 300
-docstring first lines of other functions, recall@1 and @10 of the function each came from, and (with
---compare) the top-10 overlap with the earlier result. With --store neo4j the build goes to a
-just-started local Neo4j (or NEO4J_URI), and --exact-db names an embedded build of the same corpus
-and embedder whose exact search the vector indexes' recall@10 is measured against.
+cache unless --db's cache holds an interrupted build's vectors, counted as texts_from_cache) is
+timed by stage (parse, embed, write, link, BM25 indexes), the Python type facts the parse extracts
+for the linking pass apart (the resolver's cost: them and the link stage as a share of the build),
+then 50 real queries per mode (first docstring lines of corpus functions) are timed in modes func
+and block, query embedding and pruning included. Records texts embedded, pruning variants, nodes,
+relationships, peak RSS, disk size against the raw float32 vector bytes, and each query's answers,
+which --compare checks against an earlier result (same corpus, another build setting or embedder).
+Then a retrieval task on the corpus itself: 300 docstring first lines of other functions, recall@1
+and @10 of the function each came from, and (with --compare) the top-10 overlap with the earlier
+result. With --store neo4j the build goes to a just-started local Neo4j (or NEO4J_URI), and
+--exact-db names an embedded build of the same corpus and embedder whose exact search the vector indexes'
+recall@10 is measured against.
 
     python bench/bench_scale.py [--functions 100000] [--db DIR] [--embedder SPEC] [--no-prepare-pruning]
         [--store embedded|neo4j] [--exact-db DIR] [--compare JSON]
@@ -37,7 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.corpora import SITE_PACKAGES, site_packages_corpus  # noqa: E402
-from bench.harness import bench_parser, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
+from bench.harness import bench_parser, generation_runs, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
+from ingest.python_types import type_facts  # noqa: E402
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP  # noqa: E402
 from pkg.graph import EMBEDDED_LABELS  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
@@ -46,7 +49,6 @@ from pkg.stores.base import GraphStore  # noqa: E402
 from pkg.stores.embedded import EmbeddedStore  # noqa: E402
 from pkg.stores.neo4j_store import Neo4jStore  # noqa: E402
 
-GEN_PID = Path("/tmp/gen.pid")
 MODES = ("func", "block")
 
 
@@ -73,16 +75,6 @@ class StageClock:
         last, started = (self.last_cpu, self.started_cpu) if cpu else (self.last, self.started)
         start = last[previous] if previous else started
         return last.get(stage, start) - start
-
-
-def generation_state() -> dict:
-    """The generation run named in /tmp/gen.pid, and whether it is paused (state T) right now."""
-    try:
-        pid = int(GEN_PID.read_text().strip())
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, ValueError):
-        return {"pid": None, "state": "none"}
-    return {"pid": pid, "state": "paused" if state == "T" else "running"}
 
 
 def disk_bytes(path: Path) -> int:
@@ -217,6 +209,21 @@ def compare_answers(mine: dict, theirs: dict, mine_top: dict, theirs_top: dict) 
 
 
 @contextmanager
+def type_facts_seconds(files: list[Path]) -> float:
+    """CPU seconds of the Python type facts the build's parse extracts for the linking pass
+    (ingest.python_types), measured apart: they are no stage of their own."""
+    spent = 0.0
+    for path in files:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        started = time.process_time()
+        type_facts(tree)
+        spent += time.process_time() - started
+    return spent
+
+
 def build_dirs(db: Path | None) -> Iterator[tuple[Path, Path]]:
     """(database dir, embedding cache dir): --db kept (with its cache beside it), else a temporary one."""
     if db is not None:
@@ -250,7 +257,7 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, default=None, help="an earlier result to compare answers with")
     args = parser.parse_args()
 
-    load_before, generation = os.getloadavg()[0], generation_state()
+    load_before, beside_before = os.getloadavg()[0], generation_runs()
     started = time.perf_counter()
     files, counted = site_packages_corpus(args.functions)
     select_s = time.perf_counter() - started
@@ -310,6 +317,7 @@ def main() -> None:
         if args.db is None:
             shutil.rmtree(cache, ignore_errors=True)
 
+    types_s = type_facts_seconds(files)
     result = {
         "benchmark": "scale: site-packages corpus",
         "store": args.store,
@@ -317,7 +325,7 @@ def main() -> None:
         "date": utc_now(),
         "machine": machine(),
         "load_before": load_before,
-        "generation": generation,
+        "beside_before": beside_before,
         "corpus": {
             "root": str(SITE_PACKAGES),
             "files": len(files),
@@ -344,6 +352,13 @@ def main() -> None:
             "relationships": counts.relationships,
             "skipped": len(report.skipped),
             "issues": len(report.issues),
+        },
+        # what resolving calls costs: the linking pass and the type facts it reads (an idle machine's
+        # CPU seconds are its wall seconds; the parse and link stages run on one thread)
+        "resolver": {
+            "type_facts_cpu_seconds": types_s,
+            "link_seconds": stages["link"],
+            "share_of_build": (types_s + stages["link"]) / stages["total"],
         },
         "memory": {"peak_rss_build_bytes": build_rss, "peak_rss_bytes": peak_rss_bytes()},
         "disk": {

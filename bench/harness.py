@@ -25,8 +25,29 @@ def utc_now() -> str:
 
 
 def machine() -> dict:
-    """What the figures were measured on: cores, Python, and the load when measured."""
-    return {"cpus": os.cpu_count(), "python": sys.version.split()[0], "load": os.getloadavg()[0]}
+    """What the figures were measured on: cores, Python, the load when measured and the generation
+    runs sharing the CPU."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "load": os.getloadavg()[0],
+        "beside": generation_runs(),
+    }
+
+
+def generation_runs() -> list[dict]:
+    """The `pkg generate` and `pkg compare` processes running now (each one's pid, command and whether
+    it is paused): CPU-bound work that slows a bench beside it."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            words = [w.decode(errors="replace") for w in (proc / "cmdline").read_bytes().split(b"\0") if w]
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if len(words) > 2 and Path(words[1]).name == "pkg" and words[2] in ("generate", "compare"):
+            found.append({"pid": int(proc.name), "command": " ".join(words[1:]), "paused": state == "T"})
+    return found
 
 
 def provenance() -> dict:
