@@ -208,7 +208,6 @@ def compare_answers(mine: dict, theirs: dict, mine_top: dict, theirs_top: dict) 
     }
 
 
-@contextmanager
 def type_facts_seconds(files: list[Path]) -> float:
     """CPU seconds of the Python type facts the build's parse extracts for the linking pass
     (ingest.python_types), measured apart: they are no stage of their own."""
@@ -224,6 +223,7 @@ def type_facts_seconds(files: list[Path]) -> float:
     return spent
 
 
+@contextmanager
 def build_dirs(db: Path | None) -> Iterator[tuple[Path, Path]]:
     """(database dir, embedding cache dir): --db kept (with its cache beside it), else a temporary one."""
     if db is not None:
