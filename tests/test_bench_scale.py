@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_scale import compare_answers, known_item_recall, real_queries, vector_recall
+from bench.bench_scale import compare_answers, known_item_recall, real_queries, type_facts_seconds, vector_recall
 from bench.corpora import project_functions, site_packages_corpus
 from pkg.knowledge_base import KnowledgeBase
 
@@ -75,6 +75,13 @@ def test_compare_answers_tells_ids_from_pruned_texts() -> None:
 
 
 @pytest.mark.model
+def test_type_facts_are_timed_over_the_files_that_parse(tmp_path: Path) -> None:
+    typed = "".join(f"def f{i}(x: int) -> str:\n    y = str(x)\n    return y\n\n" for i in range(300))
+    files = [_write(tmp_path, "typed.py", typed), _write(tmp_path, "broken.py", "def (:\n")]
+    spent = type_facts_seconds(files)
+    assert isinstance(spent, float) and 0 < spent < 60
+
+
 def test_known_items_and_vector_recall_on_a_real_build(static_folder: Path, tmp_path: Path) -> None:
     files = [
         _write(tmp_path, "geo.py", 'def circle_area(radius):\n    """Area of a circle of the radius given."""\n'),
