@@ -74,7 +74,6 @@ def test_compare_answers_tells_ids_from_pruned_texts() -> None:
     assert compared["top10_overlap"] == (2 / 4 + 0) / 2
 
 
-@pytest.mark.model
 def test_type_facts_are_timed_over_the_files_that_parse(tmp_path: Path) -> None:
     typed = "".join(f"def f{i}(x: int) -> str:\n    y = str(x)\n    return y\n\n" for i in range(300))
     files = [_write(tmp_path, "typed.py", typed), _write(tmp_path, "broken.py", "def (:\n")]
@@ -82,6 +81,7 @@ def test_type_facts_are_timed_over_the_files_that_parse(tmp_path: Path) -> None:
     assert isinstance(spent, float) and 0 < spent < 60
 
 
+@pytest.mark.model
 def test_known_items_and_vector_recall_on_a_real_build(static_folder: Path, tmp_path: Path) -> None:
     files = [
         _write(tmp_path, "geo.py", 'def circle_area(radius):\n    """Area of a circle of the radius given."""\n'),
