@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 from bench.corpora import SITE_PACKAGES, site_packages_corpus  # noqa: E402
 from bench.harness import bench_parser, generation_runs, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 from ingest.python_types import type_facts  # noqa: E402
+from pkg.code.syntax_tree import UNPARSABLE, parse_python  # noqa: E402
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP  # noqa: E402
 from pkg.graph import EMBEDDED_LABELS  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
@@ -214,8 +215,8 @@ def type_facts_seconds(files: list[Path]) -> float:
     spent = 0.0
     for path in files:
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-        except (SyntaxError, ValueError):
+            tree = parse_python(path.read_text(encoding="utf-8", errors="replace"))
+        except UNPARSABLE:
             continue
         started = time.process_time()
         type_facts(tree)
