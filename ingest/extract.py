@@ -19,6 +19,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from tree_sitter import Node
 
 from pkg.code.functions import Block, Extraction, Function, SyntaxIssue
@@ -28,16 +30,17 @@ from pkg.code.syntax_tree import dedented, describe, end_line, errors_outside, f
 _MODIFIER_LISTS = frozenset({"modifier", "modifiers", "function_modifiers"})
 
 
-def extract(source: str, lang: str) -> Extraction:
+def extract(source: str, lang: str, tree: ast.Module | None = None) -> Extraction:
     """Extract every function (any depth) and its blocks from ``\\n``-separated ``lang`` source.
 
     ``lang`` is a key of ``pkg.code.languages.LANGUAGES`` (see ``language_for`` there);
-    an unknown one raises ``ValueError``.
+    an unknown one raises ``ValueError``. ``tree``: Python source's ``ast`` module, when the caller
+    parsed it already.
     """
     spec = LANGUAGES.get(lang)
     if spec is None:
         raise ValueError(f"unsupported language {lang!r}; expected one of {sorted(LANGUAGES)}")
-    exact = spec.exact(source) if spec.exact is not None else None
+    exact = spec.exact(source, tree) if spec.exact is not None else None
     return exact if exact is not None else _walk(spec, source)
 
 

@@ -19,6 +19,7 @@ from ingest.structure import file_structure
 from ingest.tutorials import is_tutorial
 from pkg.code.branches import branch_variants
 from pkg.code.search_text import embedded_text
+from pkg.code.syntax_tree import python_tree
 from pkg.config import DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS
 from pkg.errors import ConfigError, CorpusError
 from pkg.graph import Label, Node, SourceRecord
@@ -123,14 +124,15 @@ def _file_graph(
             graph.edges += found.edges
         for unit in item.units:
             if "functions" in parts:
-                extraction = extract(unit.text, unit.lang)
+                tree = python_tree(unit.text) if unit.lang == "python" else None  # one parse, three readers
+                extraction = extract(unit.text, unit.lang, tree)
                 report.issues.extend(ParseIssue(unit.source, unit.row, i.line, i.message) for i in extraction.issues)
                 found = unit_graph(unit, extraction.functions)
                 graph.nodes += found.nodes
                 graph.edges += found.edges
                 if unit.row is None and unit.fence is None:  # a whole code file
                     names = [r for n in found.nodes if isinstance(r := record_of(n), NameNode)]
-                    graph.add(*file_structure(unit.source, unit.lang, unit.text, stamp, names))
+                    graph.add(*file_structure(unit.source, unit.lang, unit.text, stamp, names, tree))
                 report.functions += len(extraction.functions)
             if "chunks" in parts:
                 chunks = chunk_graph(unit, chunk_size)

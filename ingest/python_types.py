@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pkg.code.languages import is_overload
 
@@ -160,10 +161,11 @@ def _arguments(node: ast.Subscript) -> list[ast.expr]:
     return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
 
 
-def type_facts(tree: ast.Module) -> TypeFacts:
-    """The type facts of a parsed module, its attribute accesses and call arguments included."""
+def type_facts(tree: ast.Module, walked: Walk | None = None) -> TypeFacts:
+    """The type facts of a parsed module, its attribute accesses and call arguments included;
+    `walked`: walk(tree), when the caller listed the nodes already."""
     facts = TypeFacts()
-    every, children = _walk(tree)
+    every, children = walked or walk(tree)
     reader = _Reader(facts, children)
     reader.scope(tree, "", reader.own_nodes(tree))
     facts.accesses = list(accesses(every))
@@ -252,14 +254,22 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _walk(tree: ast.AST) -> tuple[list[ast.AST], dict[int, list[ast.AST]]]:
-    """Every node of a tree, breadth first as ast.walk yields them, and each one's children by id."""
+class Walk(NamedTuple):
+    """A tree's nodes, breadth first as ast.walk yields them, and each one's children by id: listed
+    once for every reader of a file (its structure and its type facts)."""
+
+    nodes: list[ast.AST]
+    children: dict[int, list[ast.AST]]
+
+
+def walk(tree: ast.AST) -> Walk:
+    """Every node of a tree and its children (see Walk)."""
     nodes = [tree]
     children: dict[int, list[ast.AST]] = {}
     for node in nodes:  # the list grows while it is read: breadth first
         children[id(node)] = below = child_nodes(node)
         nodes += below
-    return nodes, children
+    return Walk(nodes, children)
 
 
 def _bindings(node: ast.AST, nodes: list[ast.AST], class_body: bool = False) -> dict[str, list[str]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,28 @@ def test_same_corpus_same_ids() -> None:
     first = {n.id for n in parse_corpus(STDLIB_SLICE).nodes}
     second = {n.id for n in parse_corpus(STDLIB_SLICE).nodes}
     assert first == second and len(first) == len(parse_corpus(STDLIB_SLICE).nodes)
+
+
+def test_a_build_parses_each_python_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its functions, structure, class stubs and type facts are read from one ast tree."""
+    parsed: Counter[str] = Counter()
+    real_parse = ast.parse
+
+    def counting_parse(source: str, *args: object, **kwargs: object) -> ast.Module:
+        parsed[source] += 1
+        return real_parse(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ast, "parse", counting_parse)
+    graph = parse_corpus(STDLIB_SLICE)
+    files = [n for n in graph.nodes if n.label == Label.FILE]
+    texts = {
+        path.read_text(encoding="utf-8")
+        for root in STDLIB_SLICE
+        for path in [root, *root.rglob("*.py")]
+        if path.suffix == ".py"
+    }
+    assert len(files) == len(texts) > 5
+    assert {text: parsed[text] for text in texts} == dict.fromkeys(texts, 1)
 
 
 def test_prepared_pruning_needs_no_model_call_at_query_time(embedder: CachedEmbedder, tmp_path: Path) -> None:

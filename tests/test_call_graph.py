@@ -14,12 +14,12 @@ import pytest
 from bench.bench_call_graph import SMALL, measure
 from ingest.link import Linker, link_edges
 from ingest.parse import parse_corpus
-from ingest.structure import file_structure
+from ingest.structure import FunctionAt, file_structure, innermost
 from pkg.embedders import CachedEmbedder
 from pkg.graph import Edge, Rel
 from pkg.knowledge_base import KnowledgeBase
 from pkg.schema import ClassNode, FileNode, NameNode, NodeRecord, record_of
-from tests.conftest import FIXTURES, STDLIB, run_cli
+from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, run_cli
 from tests.helpers import build
 from tests.store_support import snapshot
 from tests.test_incremental import Opener, assert_same_graph, open_store  # noqa: F401 (open_store: a fixture)
@@ -1339,3 +1339,23 @@ def test_a_copy_or_slice_of_a_container_holds_its_elements(tmp_path: Path) -> No
         ("refold", "Part.fold", "inferred"),
         ("refold", "Part.value", "property"),
     }
+
+
+def test_the_line_map_finds_the_innermost_function_as_the_scan_does() -> None:
+    """FunctionAt (each line's function painted once) against innermost() (a scan per line), on every
+    line of real files with nested functions and on a tie of one-line functions (the first one wins)."""
+    by_file: dict[str, list[NameNode]] = {}
+    for node in parse_corpus([*STDLIB_SLICE, STDLIB / "functools.py"]).nodes:
+        if isinstance(name := record_of(node), NameNode):
+            by_file.setdefault(name.source, []).append(name)
+    tie = [
+        NameNode(id=f"go{i}", source="a.go", name=f"f{i}", row=None, lang="go", start_line=3, end_line=3)
+        for i in (1, 2)
+    ]
+    by_file["a.go"] = tie
+    assert any("<locals>" in n.name for names in by_file.values() for n in names)
+    for names in by_file.values():
+        function_at = FunctionAt(names)
+        lines = range(max(n.end_line for n in names) + 3)
+        assert [function_at(line) for line in lines] == [innermost(names, line) for line in lines]
+    assert FunctionAt(tie)(3) is tie[0]

@@ -37,7 +37,7 @@ from pathlib import Path
 from tree_sitter import Node
 
 from pkg.code.functions import Block, Extraction, Function
-from pkg.code.syntax_tree import UNPARSABLE, dedented, parse_python
+from pkg.code.syntax_tree import dedented, parse_python, python_tree
 
 #: Returns a node's name, or None when it has none.
 NameRule = Callable[[Node], str | None]
@@ -74,8 +74,9 @@ class LanguageSpec:
     #: why it rejects the text, or None. A function must pass it as well as tree-sitter.
     validate: Callable[[str, int], str | None] | None = None
     #: The language's own parser as the extractor: every function and block when it accepts the
-    #: whole source, else None and tree-sitter extracts.
-    exact: Callable[[str], Extraction | None] | None = None
+    #: whole source, else None and tree-sitter extracts; its second argument is the source's tree
+    #: when the caller parsed it already (a build reads each Python file's tree three ways).
+    exact: Callable[[str, ast.Module | None], Extraction | None] | None = None
 
     def own_name(self, node: Node) -> str | None:
         """Return the name ``node`` declares itself, or None."""
@@ -440,15 +441,14 @@ AST_KINDS: dict[type[ast.stmt], str] = {
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 
-def python_functions(source: str) -> Extraction | None:
-    """Every function and block of ``\\n``-separated Python ``source`` as ``ast`` sees them, named,
-    spanned and cut as the tree walk does; None when ``ast`` rejects the source, or would number
-    its lines otherwise (a lone ``\\r`` ends a line for Python)."""
+def python_functions(source: str, module: ast.Module | None = None) -> Extraction | None:
+    """Every function and block of ``\\n``-separated Python ``source`` as ``ast`` sees them (`module`:
+    its tree, when the caller parsed it already), named, spanned and cut as the tree walk does; None
+    when ``ast`` rejects the source, or would number its lines otherwise (a lone ``\\r`` ends a line
+    for Python)."""
     if _LONE_CR.search(source):
         return None
-    try:
-        module = parse_python(source)
-    except UNPARSABLE:
+    if module is None and (module := python_tree(source)) is None:
         return None
     reader = _AstReader(source.split("\n"))
     reader.blocks_under(module, "")

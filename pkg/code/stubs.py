@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pkg.code.syntax_tree import UNPARSABLE, parse_python
+from pkg.code.syntax_tree import python_tree
 
 #: A field or constant line longer than this is cut (with "..."): a long literal table says little
 #: about how to use the name, and one line of 100 characters is about 25 tokens.
@@ -84,12 +84,11 @@ def _fields(cls: ast.ClassDef, lines: Sequence[str]) -> list[str]:
     return shown
 
 
-def python_stubs(text: str) -> dict[str, Any]:
+def python_stubs(text: str, tree: ast.Module | None = None) -> dict[str, Any]:
     """``{"classes": {qualname: {"header", "doc", "fields"}}, "constants": {name: [line, text]}}`` of a
-    Python file; empty tables when ``ast`` rejects it."""
-    try:
-        tree = parse_python(text)
-    except UNPARSABLE:
+    Python file (`tree`: its module, when the caller parsed it already); empty tables when ``ast``
+    rejects it."""
+    if tree is None and (tree := python_tree(text)) is None:
         return {"classes": {}, "constants": {}}
     lines = text.splitlines(keepends=True)
     classes: dict[str, dict[str, Any]] = {}

@@ -59,6 +59,15 @@ def parse_python(text: str) -> ast.Module:
         return ast.parse(text)
 
 
+def python_tree(text: str) -> ast.Module | None:
+    """parse_python's module, None for source ``ast`` rejects: for the readers that take a tree
+    parsed once per file and parse it themselves without one."""
+    try:
+        return parse_python(text)
+    except UNPARSABLE:
+        return None
+
+
 def dedented(lines: list[str]) -> str:
     """Join ``lines``, removing the first line's indentation from every line starting with it.
 
