@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import threading
 from collections import Counter
 from pathlib import Path
@@ -11,8 +12,10 @@ import pytest
 
 from ingest.parse import parse_corpus
 from pkg.embedders import CachedEmbedder
+from pkg.errors import CorpusError
 from pkg.graph import Label
 from pkg.indexing import in_flight
+from pkg.knowledge_base import BUILD_GC_THRESHOLD, KnowledgeBase
 from pkg.stores.embedded import EmbeddedStore
 from retrieval.search import retrieve
 from tests.conftest import FIXTURES, STDLIB_SLICE
@@ -45,6 +48,25 @@ def test_a_build_parses_each_python_file_once(monkeypatch: pytest.MonkeyPatch) -
     }
     assert len(files) == len(texts) > 5
     assert {text: parsed[text] for text in texts} == dict.fromkeys(texts, 1)
+
+
+def test_a_build_collects_rarely_and_leaves_the_collector_as_it_found_it(
+    embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """The collector's first threshold is raised in every stage of a build, and restored after it,
+    after a failed one too."""
+    before = gc.get_threshold()
+    during: dict[str, set[int]] = {}
+    with KnowledgeBase(tmp_path / "db", "embedded", embedder) as kb:
+        kb.build(
+            [FIXTURES / "corpus"], progress=lambda stage, *_: during.setdefault(stage, set()).add(gc.get_threshold()[0])
+        )
+        assert gc.get_threshold() == before
+        (tmp_path / "empty").mkdir()
+        with pytest.raises(CorpusError):
+            kb.build([tmp_path / "empty"])
+    assert gc.get_threshold() == before and before[0] < BUILD_GC_THRESHOLD
+    assert during == dict.fromkeys(["parse", "embed", "write"], {BUILD_GC_THRESHOLD})
 
 
 def test_prepared_pruning_needs_no_model_call_at_query_time(embedder: CachedEmbedder, tmp_path: Path) -> None:
