@@ -44,7 +44,7 @@ from ingest.python_types import type_facts  # noqa: E402
 from pkg.code.syntax_tree import UNPARSABLE, parse_python  # noqa: E402
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP  # noqa: E402
 from pkg.graph import EMBEDDED_LABELS  # noqa: E402
-from pkg.knowledge_base import KnowledgeBase  # noqa: E402
+from pkg.knowledge_base import KnowledgeBase, collecting_rarely  # noqa: E402
 from pkg.stores import STORES  # noqa: E402
 from pkg.stores.base import GraphStore  # noqa: E402
 from pkg.stores.embedded import EmbeddedStore  # noqa: E402
@@ -209,9 +209,12 @@ def compare_answers(mine: dict, theirs: dict, mine_top: dict, theirs_top: dict) 
     }
 
 
+@collecting_rarely()
 def type_facts_seconds(files: list[Path]) -> float:
     """CPU seconds of the Python type facts the build's parse extracts for the linking pass
-    (ingest.python_types), measured apart: they are no stage of their own."""
+    (ingest.python_types), measured apart (they are no stage of their own) with the collector set as
+    in a build: at its default, collections walking what the bench still holds of the build made
+    38.1 CPU s of the facts of the 100k corpus, which take 26.7 s in a fresh process (22.4 s as set)."""
     spent = 0.0
     for path in files:
         try:

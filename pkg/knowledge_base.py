@@ -206,7 +206,7 @@ class KnowledgeBase:
         from pkg.indexing import index_corpus  # noqa: PLC0415
         from retrieval.lexical import refresh_indexes  # noqa: PLC0415
 
-        with self._build_lock(progress), _fewer_collections():
+        with self._build_lock(progress), collecting_rarely():
             known = self.store.sources() if self.exists else {}
             corpus = parse_corpus(
                 [Path(p) for p in paths], progress, parts, chunk_size, known, structurer, max_file_bytes, self.db_dir
@@ -372,7 +372,7 @@ _saved_threshold: tuple[int, int, int] = gc.get_threshold()
 
 
 @contextmanager
-def _fewer_collections() -> Iterator[None]:
+def collecting_rarely() -> Iterator[None]:
     """Raise the collector's first threshold while any build runs; the last build to end restores it."""
     global _builds_running, _saved_threshold  # noqa: PLW0603  # the collector's settings are per process
     with _builds_lock:
