@@ -86,7 +86,8 @@ def index_corpus(
     prepare_pruning: bool = True,
 ) -> BuildReport:
     """Embed the changed sources of a parsed corpus and write them to the store, whole sources per
-    write (each one transaction, replacing what the store held for them); remove deleted sources.
+    write (each one transaction, replacing what the store held for them), which empties
+    corpus.sources; remove deleted sources.
 
     With `prepare_pruning`, the texts pruning can produce are embedded too, into the embedding cache,
     so that query-time pruning needs no model call; an embedder that keeps no vectors (no cache in
@@ -116,6 +117,10 @@ def index_corpus(
         report.nodes += written_nodes
         report.edges += written_edges
         progress("write", report.nodes, total)
+    # Written, the parsed graphs and their vectors are let go before the linking pass, which reads the
+    # store: held beside it at 100k functions, they raised the build's peak memory from 2.1 to 3.1 GB.
+    corpus.sources.clear()
+    vectors.clear()
     report.links = link_store(store)
     report.seconds += time.perf_counter() - started
     return report
