@@ -364,7 +364,7 @@ class KnowledgeBase:
 #: until it ends (the parsed corpus) and, per file, trees that die young by reference counting; at the
 #: default 700 those trees outlive collections, are promoted and set off full collections, each one
 #: walking the whole corpus: 28% of parsing bench_scale's 100k corpus (31.6 of 112.6 CPU s, 132 full
-#: collections). At 100,000 there was none, at the same peak memory.
+#: collections). At 100,000 there was none; the build's peak memory rose 6% (2.90 to 3.08 GB at 100k).
 BUILD_GC_THRESHOLD = 100_000
 _builds_running = 0
 _builds_lock = threading.Lock()
