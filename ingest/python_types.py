@@ -52,7 +52,13 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BINDERS = {ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.withitem, ast.ExceptHandler, ast.For, ast.AsyncFor}
 _BINDERS |= {ast.comprehension, ast.AugAssign}
 _PUTTERS = {ast.Assign, ast.Call}
-_OPERATOR_FIELDS = {"ctx", "op", "ops"}  # Load(), Add(), Eq(): singletons shared by the whole tree
+# Fields child_nodes skips: operators and contexts (Load(), Add(), Eq(): singletons no fact reads) and the
+# fields that never hold a node (names, numbers, flags); skipping the latter changes nothing found and
+# lists the children of 1,000 files (20k functions) in 0.82 CPU s against 1.09.
+_SKIPPED_FIELDS = {"ctx", "op", "ops"} | {
+    *("id", "attr", "arg", "name", "asname", "module", "rest", "kwd_attrs", "kind", "type_comment"),
+    *("level", "conversion", "simple", "is_async"),
+}
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # by node type: the fields that may hold nodes to visit
 
 
@@ -243,7 +249,8 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     type facts' time at 100k functions) and without the operator and context nodes no fact reads."""
     fields = _CHILD_FIELDS.get(type(node))
     if fields is None:
-        fields = _CHILD_FIELDS[type(node)] = tuple(f for f in node._fields if f not in _OPERATOR_FIELDS)
+        leaf = isinstance(node, ast.Constant)  # its value is a Python value, never a node
+        fields = _CHILD_FIELDS[type(node)] = () if leaf else tuple(f for f in node._fields if f not in _SKIPPED_FIELDS)
     found: list[ast.AST] = []
     for name in fields:
         value = getattr(node, name, None)
