@@ -25,7 +25,7 @@ scores.
 
     python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks
         [--min-block-lines N] [--block-header]] [--name-words] [--tune [--tune-pairs 20000] [--tune-epochs 1]
-        [--tune-max-tokens 128] [--tune-learning-rate 2e-5]]
+        [--tune-max-tokens 128] [--tune-learning-rate 2e-5] [--tune-no-hard-negatives]]
         [--work DIR]
 """
 
@@ -51,6 +51,7 @@ from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
 from pkg.code.signatures import signature  # noqa: E402
 from pkg.config import MAX_FILE_BYTES  # noqa: E402
 from pkg.embedders.tuning import TuneSettings, mine_pairs, summary_of, tune  # noqa: E402
+from pkg.evaluation.repo import bootstrap_interval  # noqa: E402
 from pkg.graph import Label, Node  # noqa: E402
 from pkg.indexing import index_corpus  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
@@ -295,7 +296,7 @@ def scores(ranks: list[int | None]) -> dict:
 
 
 def evaluate(kb: KnowledgeBase, queries: list[Function], modes: tuple[str, ...]) -> dict:
-    """Scores and query time per mode."""
+    """Scores, query time and each query's rank (in the queries' order) per mode."""
     out = {}
     for mode in modes:
         started = time.perf_counter()
@@ -303,7 +304,45 @@ def evaluate(kb: KnowledgeBase, queries: list[Function], modes: tuple[str, ...])
         seconds = time.perf_counter() - started
         out[mode] = {**scores(ranks), "ms_per_query": round(1000 * seconds / len(queries), 1)}
         print(f"  {mode}: {out[mode]}", file=sys.stderr, flush=True)
+        out[mode]["ranks"] = ranks
     return out
+
+
+def paired(ranks: list[int | None], baseline: list[int | None]) -> dict:
+    """Per measure (recall@1, recall@10, MRR@10): the mean paired difference of the ranks against the
+    baseline's on the same queries, its bootstrap 95% interval, and the queries it helped and hurt."""
+    if len(ranks) != len(baseline):
+        raise ValueError(f"{len(ranks)} ranks against {len(baseline)}: not the same queries")
+    measures = {
+        "recall_at_1": lambda r: float(r == 1),
+        "recall_at_10": lambda r: float(r is not None),
+        "mrr_at_10": lambda r: 1 / r if r is not None else 0.0,
+    }
+    out = {}
+    for name, value in measures.items():
+        differences = [value(a) - value(b) for a, b in zip(ranks, baseline)]
+        low, high = bootstrap_interval(differences)
+        out[name] = {
+            "difference": sum(differences) / len(differences),
+            "interval_95": [low, high],
+            "helped": sum(d > 0 for d in differences),
+            "hurt": sum(d < 0 for d in differences),
+        }
+    return out
+
+
+def paired_with(runs: dict[str, dict], baseline: tuple[str, str]) -> dict:
+    """Every other embedder and mode paired with the baseline (embedder, mode), when it ran."""
+    spec, mode = baseline
+    if spec not in runs:
+        return {}
+    against = runs[spec]["modes"][mode]["ranks"]
+    return {
+        f"{other}/{name}": paired(result["ranks"], against)
+        for other, run in runs.items()
+        for name, result in run["modes"].items()
+        if (other, name) != baseline
+    }
 
 
 def tuned_spec(corpus_dir: Path, packages: list[str], settings: TuneSettings, cache: Path) -> tuple[str, dict]:
@@ -349,6 +388,7 @@ def main() -> None:
     parser.add_argument("--tune-epochs", type=int, default=TuneSettings.epochs, help="pkg tune --epochs")
     parser.add_argument("--tune-max-tokens", type=int, default=TuneSettings.max_tokens, help="tokens read in training")
     parser.add_argument("--tune-learning-rate", type=float, default=TuneSettings.learning_rate, help="of AdamW")
+    parser.add_argument("--tune-no-hard-negatives", action="store_true", help="lever: pairs without hard negatives")
     args = parser.parse_args()
     variant = f"{args.functions}{'-name-words' if args.name_words else ''}"
     corpus_dir = args.work / f"corpus-{variant}"
@@ -370,6 +410,7 @@ def main() -> None:
             epochs=args.tune_epochs,
             learning_rate=args.tune_learning_rate,
             max_tokens=args.tune_max_tokens,
+            hard_negatives=not args.tune_no_hard_negatives,
         )
         spec, tuning = tuned_spec(corpus_dir, packages, settings, args.work / "cache")
         specs.append(spec)
@@ -406,6 +447,9 @@ def main() -> None:
         "k": K,
         "embedders": runs,
         "lexical": lexical,
+        # the issue's baseline: the packaged MiniLM's func mode
+        "paired_with_minilm_func": paired_with(runs, ("minilm", "func")),
+        "queries_ranked": [f"{q.path.relative_to(corpus_dir)}:{q.qualname}" for q in queries],
         "seconds": round(time.perf_counter() - started, 1),
         "sample_queries": [{"query": q.summary, "function": q.qualname, "package": q.package} for q in queries[:10]],
     }

@@ -14,7 +14,15 @@ import pytest
 from pkg.code.search_text import function_search_text
 from pkg.embedders.onnx_encoder import export_path
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
-from pkg.embedders.tuning import Pair, TuneSettings, docstring_pair, mine_pairs, model_key, tuned_folder
+from pkg.embedders.tuning import (
+    Pair,
+    TuneSettings,
+    distinct_batches,
+    docstring_pair,
+    mine_pairs,
+    model_key,
+    tuned_folder,
+)
 from pkg.graph import Label
 from pkg.indexing import search_texts
 from pkg.knowledge_base import KnowledgeBase
@@ -67,6 +75,41 @@ def test_mining_skips_excluded_files_and_repeated_texts_and_samples_with_the_see
     assert {p.query for p in sample} < {p.query for p in mine_pairs(functions)}
 
 
+def test_a_pairs_negative_is_the_function_of_its_file_sharing_most_words_with_its_summary() -> None:
+    def function(name: str, body: str, summary: str = "") -> str:
+        doc = f'    """{summary}"""\n' if summary else ""
+        return f"def {name}(x):\n{doc}    {body}\n    y = x\n    return y\n"
+
+    functions = [
+        ("/src/a.py", function("parse_header", "x = x.split(':')", "Parse one header line of a request.")),
+        ("/src/a.py", function("read_body", "x = x.read()")),
+        ("/src/a.py", function("header_line", "x = x.strip()")),  # shares "header", "line" with the summary
+        ("/src/a.py", function("send", "x = x.send()", "Send the request body now.")),
+        ("/src/b.py", function("alone", "x = x.close()", "Close the only thing here.")),
+    ]
+    pairs = {p.query: p for p in mine_pairs(functions)}
+    assert pairs["Parse one header line of a request."].negative.startswith("def header_line(x):")
+    sent = pairs["Send the request body now."].negative  # "body" in read_body's name, "request" nowhere else
+    assert sent.startswith("def read_body(x):")
+    # a file of one function: another pair's code (without its docstring)
+    assert pairs["Close the only thing here."].negative in {p.code for p in pairs.values()} - {
+        pairs["Close the only thing here."].code
+    }
+
+
+def test_batches_never_hold_a_text_twice_and_are_all_full() -> None:
+    examples = [("q1", "c1", "c2"), ("q2", "c2", "c1"), ("q3", "c3", "c1"), ("q4", "c4", "c3"), ("q5", "c5", "c4")]
+    batches = distinct_batches(examples, 2, seed=0)
+    assert batches == distinct_batches(examples, 2, seed=0) and batches
+    for batch in batches:
+        assert len(batch) == 2
+        texts = [text for index in batch for text in examples[index]]
+        assert len(texts) == len(set(texts))
+    used = [index for batch in batches for index in batch]
+    assert len(used) == len(set(used))
+    assert distinct_batches([("q", "same"), ("r", "SAME "), ("s", "same")], 2, seed=1) == []
+
+
 def test_the_key_follows_the_pairs_and_every_setting() -> None:
     pairs = [Pair("a b c", "def f(): pass"), Pair("d e f", "def g(): pass")]
     key = model_key(pairs, TuneSettings(), "all-MiniLM-L6-v2")
@@ -75,6 +118,10 @@ def test_the_key_follows_the_pairs_and_every_setting() -> None:
     assert key != model_key(pairs, TuneSettings(seed=1), "all-MiniLM-L6-v2")
     assert key != model_key(pairs, TuneSettings(epochs=2), "all-MiniLM-L6-v2")
     assert key != model_key(pairs, TuneSettings(max_tokens=64), "all-MiniLM-L6-v2")
+    assert key != model_key(pairs, TuneSettings(hard_negatives=False), "all-MiniLM-L6-v2")
+    assert key != model_key(
+        [Pair("a b c", "def f(): pass", "def g(): pass"), pairs[1]], TuneSettings(), "all-MiniLM-L6-v2"
+    )
 
 
 @pytest.fixture(scope="module")

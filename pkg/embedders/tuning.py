@@ -1,9 +1,10 @@
 """`pkg tune`: the packaged MiniLM fine-tuned on a corpus's own functions, with in-batch negatives.
 
 A training pair is a Python function's docstring summary (its first paragraph, on one line) and the
-function's code without that docstring, as CodeSearchNet pairs them. The model is trained with
+function's code without that docstring, as CodeSearchNet pairs them; beside it a hard negative, the
+function of the same file that shares most words with the summary. The model is trained with
 sentence-transformers' MultipleNegativesRankingLoss (each summary against its own code, the batch's
-other codes being the negatives) and saved under the models folder as `tuned-<key>`, the key hashing
+other codes and hard negatives being the negatives) and saved under the models folder as `tuned-<key>`, the key hashing
 the pairs and the settings: the same pairs and settings find the model already made. The spec
 `tuned:<key>` names it (pkg.embedders.EMBEDDER_KINDS)."""
 
@@ -18,10 +19,10 @@ import os
 import random
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from pkg.code.search_text import sole_function, without_docstring
+from pkg.code.search_text import name_words, sole_function, without_docstring
 from pkg.errors import TuningError
 
 TUNED_PREFIX = "tuned-"  # a tuned model's folder in the models folder: tuned-<key>
@@ -32,19 +33,23 @@ WARMUP_SHARE = 0.1  # of the training steps, the learning rate rising linearly (
 
 @dataclass(frozen=True)
 class Pair:
-    """A docstring summary and the code of its function without the docstring."""
+    """A docstring summary, the code of its function without the docstring, and a hard negative: the
+    code of another function of the same file (mine_pairs)."""
 
     query: str
     code: str
+    negative: str = ""
 
 
 @dataclass(frozen=True)
 class TuneSettings:
     """How `pkg tune` trains: at most max_pairs pairs (a seeded sample), epochs over them, batch_size
-    pairs per step (the in-batch negatives), the learning rate of AdamW, the seed, and the tokens of a
-    text read in training; the tuned model reads as many as MiniLM, 256, when it embeds. On bench_search's
-    5k corpus (885 pairs), 128 tokens trained in 2.0 min against 4.0 for 256, with recall@10 equal (0.833)
-    and recall@1 0.486 against 0.495 (3 of 317 queries)."""
+    pairs per step (the in-batch negatives), the learning rate of AdamW, the seed, the tokens of a text
+    read in training (the tuned model reads as many as MiniLM, 256, when it embeds), and whether each
+    pair brings its hard negative. On bench_search's 5k corpus (885 pairs), 128 tokens trained in 2.0
+    min against 4.0 for 256, with recall@10 equal (0.833) and recall@1 0.486 against 0.495 (3 of 317
+    queries). Hard negatives: half of the queries the tuned model missed at rank 1 had a function of
+    the same file first."""
 
     max_pairs: int = 20_000
     epochs: int = 1
@@ -52,6 +57,7 @@ class TuneSettings:
     learning_rate: float = 2e-5
     seed: int = 0
     max_tokens: int = 128
+    hard_negatives: bool = True
 
 
 def summary_of(docstring: str) -> str:
@@ -82,28 +88,46 @@ def mine_pairs(
     """The pairs of the functions, given as (file path, source), leaving out files that match a glob of
     `exclude` and every pair whose summary or code another pair already has (two equal texts in one
     batch would each be the other's negative); at most max_pairs of them, a sample drawn with the seed,
-    in the order of the functions."""
+    in the order of the functions. Each pair's negative is another function of its file, drawn with the
+    seed (its code without docstring when it has a pair), or another pair's code in a file of one function."""
     pairs: list[Pair] = []
+    files: list[str] = []
+    codes_by_file: dict[str, list[str]] = {}
     seen: set[str] = set()
     for path, source in functions:
         if any(fnmatch.fnmatchcase(path, pattern) for pattern in exclude):
             continue
         pair = docstring_pair(source)
+        codes_by_file.setdefault(path, []).append(pair.code if pair else source)
         if pair is None or pair.query.lower() in seen or pair.code in seen:
             continue
         seen.update((pair.query.lower(), pair.code))
         pairs.append(pair)
+        files.append(path)
     if max_pairs is not None and len(pairs) > max_pairs:
         chosen = sorted(random.Random(seed).sample(range(len(pairs)), max_pairs))
-        pairs = [pairs[i] for i in chosen]
-    return pairs
+        pairs, files = [pairs[i] for i in chosen], [files[i] for i in chosen]
+    draw = random.Random(seed)
+    return [
+        replace(pair, negative=_negative(pair, codes_by_file[path], pairs, draw)) for pair, path in zip(pairs, files)
+    ]
+
+
+def _negative(pair: Pair, siblings: Sequence[str], pairs: Sequence[Pair], draw: random.Random) -> str:
+    """The function of the pair's file sharing most words with its summary, else another pair's code
+    ("" when there is none)."""
+    others = [code for code in siblings if code != pair.code]
+    if not others:
+        return draw.choice([p.code for p in pairs if p.code != pair.code] or [""])
+    asked = set(name_words(pair.query).split())
+    return max(others, key=lambda code: len(asked & set(name_words(code).split())))
 
 
 def model_key(pairs: Sequence[Pair], settings: TuneSettings, base: str) -> str:
     """The hash naming the model trained from the base model on these pairs with these settings."""
     digest = hashlib.sha256(json.dumps([base, asdict(settings)]).encode())
     for pair in pairs:
-        digest.update(json.dumps([pair.query, pair.code]).encode())
+        digest.update(json.dumps([pair.query, pair.code, pair.negative]).encode())
     return digest.hexdigest()[:16]
 
 
@@ -143,6 +167,42 @@ def tune(
     return key, True
 
 
+def _texts(pair: Pair, settings: TuneSettings) -> list[str]:
+    """What one training example holds: the summary, its code, and the hard negative when asked for."""
+    if settings.hard_negatives and pair.negative:
+        return [pair.query, pair.code, pair.negative]
+    return [pair.query, pair.code]
+
+
+def distinct_batches(examples: Sequence[Sequence[str]], size: int, seed: int) -> list[list[int]]:
+    """The examples' indices in batches of `size`, in an order drawn with the seed, no text twice in a
+    batch (a text repeated in a batch would be a negative of itself, e.g. a pair's code as another pair's
+    hard negative): an example that would repeat one waits for a later batch; what cannot fill a
+    batch is left out (a short batch would hold fewer negatives than the others)."""
+    waiting = list(range(len(examples)))
+    random.Random(seed).shuffle(waiting)
+    batches: list[list[int]] = []
+    while len(waiting) >= size:
+        batch: list[int] = []
+        held: set[str] = set()
+        later: list[int] = []
+        for position, index in enumerate(waiting):
+            if len(batch) == size:
+                later += waiting[position:]
+                break
+            texts = {text.strip().lower() for text in examples[index]}
+            if texts & held:
+                later.append(index)
+            else:
+                batch.append(index)
+                held |= texts
+        if len(batch) < size:
+            break
+        batches.append(batch)
+        waiting = later
+    return batches
+
+
 def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, show_progress: bool) -> None:
     """Fine-tune the model at base on the pairs and save it to out.
 
@@ -163,21 +223,21 @@ def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, 
     model.max_seq_length = min(settings.max_tokens, reads or settings.max_tokens)
     if not hasattr(model, "old_fit"):
         raise TuningError("this sentence-transformers has no old_fit (3.0 to 6.2 have it): install one of those")
-    examples = [InputExample(texts=[pair.query, pair.code]) for pair in pairs]
-    order = torch.Generator().manual_seed(settings.seed)
-    # drop_last: a short final batch would hold fewer negatives than the others
-    loader: DataLoader[InputExample] = DataLoader(
-        examples,  # type: ignore[arg-type]  # a list serves as a map-style dataset
-        batch_size=settings.batch_size,
-        shuffle=True,
-        generator=order,
-        drop_last=True,
-    )
-    steps = len(loader) * settings.epochs
+    texts = [_texts(pair, settings) for pair in pairs]
+    examples = [InputExample(texts=example) for example in texts]
+    # the passes over the pairs as one run of batches: each pass its own seeded order
+    batches = [
+        batch
+        for epoch in range(settings.epochs)
+        for batch in distinct_batches(texts, settings.batch_size, settings.seed + epoch)
+    ]
+    if not batches:
+        raise TuningError(f"no batch of {settings.batch_size} pairs without a repeated text: lower --batch-size")
+    loader: DataLoader[InputExample] = DataLoader(examples, batch_sampler=batches)  # type: ignore[arg-type]
     model.old_fit(
         train_objectives=[(loader, MultipleNegativesRankingLoss(model))],
-        epochs=settings.epochs,
-        warmup_steps=math.ceil(WARMUP_SHARE * steps),
+        epochs=1,
+        warmup_steps=math.ceil(WARMUP_SHARE * len(batches)),
         optimizer_params={"lr": settings.learning_rate},
         show_progress_bar=show_progress,
     )
