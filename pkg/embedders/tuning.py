@@ -28,6 +28,9 @@ from pkg.errors import TuningError
 TUNED_PREFIX = "tuned-"  # a tuned model's folder in the models folder: tuned-<key>
 MIN_SUMMARY_WORDS = 3  # CodeSearchNet's filter: shorter summaries say too little to search by
 MIN_CODE_LINES = 3  # the def line and at least two lines of body left once the docstring is gone
+#: The training recipe's version, hashed into the key: a model trained by another recipe from the same pairs
+#: and settings is another model (and the embedding cache keeps vectors by the key).
+RECIPE = 2  # 2: hard negatives, batches without a repeated text
 WARMUP_SHARE = 0.1  # of the training steps, the learning rate rising linearly (sentence-transformers' examples)
 
 
@@ -125,7 +128,7 @@ def _negative(pair: Pair, siblings: Sequence[str], pairs: Sequence[Pair], draw: 
 
 def model_key(pairs: Sequence[Pair], settings: TuneSettings, base: str) -> str:
     """The hash naming the model trained from the base model on these pairs with these settings."""
-    digest = hashlib.sha256(json.dumps([base, asdict(settings)]).encode())
+    digest = hashlib.sha256(json.dumps([base, RECIPE, asdict(settings)]).encode())
     for pair in pairs:
         digest.update(json.dumps([pair.query, pair.code, pair.negative]).encode())
     return digest.hexdigest()[:16]
