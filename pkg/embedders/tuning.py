@@ -91,8 +91,9 @@ def mine_pairs(
     """The pairs of the functions, given as (file path, source), leaving out files that match a glob of
     `exclude` and every pair whose summary or code another pair already has (two equal texts in one
     batch would each be the other's negative); at most max_pairs of them, a sample drawn with the seed,
-    in the order of the functions. Each pair's negative is another function of its file, drawn with the
-    seed (its code without docstring when it has a pair), or another pair's code in a file of one function."""
+    in the order of the functions. Each pair's negative is the function of its file (its code without
+    docstring when it has a pair) that shares most words with the summary, or in a file of one function
+    another pair's code, drawn with the seed."""
     pairs: list[Pair] = []
     files: list[str] = []
     codes_by_file: dict[str, list[str]] = {}
@@ -111,19 +112,29 @@ def mine_pairs(
         chosen = sorted(random.Random(seed).sample(range(len(pairs)), max_pairs))
         pairs, files = [pairs[i] for i in chosen], [files[i] for i in chosen]
     draw = random.Random(seed)
+    words: dict[str, set[str]] = {}  # by code: its words, read once however many pairs share its file
     return [
-        replace(pair, negative=_negative(pair, codes_by_file[path], pairs, draw)) for pair, path in zip(pairs, files)
+        replace(pair, negative=_negative(pair, codes_by_file[path], pairs, draw, words))
+        for pair, path in zip(pairs, files)
     ]
 
 
-def _negative(pair: Pair, siblings: Sequence[str], pairs: Sequence[Pair], draw: random.Random) -> str:
+def _negative(
+    pair: Pair, siblings: Sequence[str], pairs: Sequence[Pair], draw: random.Random, words: dict[str, set[str]]
+) -> str:
     """The function of the pair's file sharing most words with its summary, else another pair's code
     ("" when there is none)."""
     others = [code for code in siblings if code != pair.code]
     if not others:
         return draw.choice([p.code for p in pairs if p.code != pair.code] or [""])
     asked = set(name_words(pair.query).split())
-    return max(others, key=lambda code: len(asked & set(name_words(code).split())))
+
+    def shared(code: str) -> int:
+        if code not in words:
+            words[code] = set(name_words(code).split())
+        return len(asked & words[code])
+
+    return max(others, key=shared)
 
 
 def model_key(pairs: Sequence[Pair], settings: TuneSettings, base: str) -> str:
