@@ -14,6 +14,8 @@ from bench.bench_search import (
     held_out,
     interleaved_files,
     make_corpus,
+    paired,
+    paired_with,
     strip_docstrings,
     with_name_words,
 )
@@ -142,3 +144,17 @@ def test_the_block_levers_leave_out_short_blocks_and_head_the_rest_with_the_sign
         "    out.append(v * factor)"
     ]
     assert blocks(NO_BLOCKS) == ([], 0)
+
+
+def test_runs_are_paired_query_by_query_with_counts_of_the_queries_helped_and_hurt() -> None:
+    lever, baseline = [1, 2, None, 1, 5], [2, 2, 3, 1, None]
+    measured = paired(lever, baseline)
+    assert measured["recall_at_1"]["difference"] == 1 / 5  # query 1 up; query 4 first in both
+    assert (measured["recall_at_1"]["helped"], measured["recall_at_1"]["hurt"]) == (1, 0)
+    assert (measured["recall_at_10"]["helped"], measured["recall_at_10"]["hurt"]) == (1, 1)  # queries 5 and 3
+    assert measured["mrr_at_10"]["difference"] == (0.5 + 0 - 1 / 3 + 0 + 0.2) / 5
+    low, high = measured["recall_at_1"]["interval_95"]
+    assert 0 <= low <= 0.2 <= high <= 0.6
+    runs = {"minilm": {"modes": {"func": {"ranks": baseline}}}, "tuned:k": {"modes": {"func": {"ranks": lever}}}}
+    assert paired_with(runs, ("minilm", "func")) == {"tuned:k/func": measured}
+    assert paired_with(runs, ("static", "func")) == {}
