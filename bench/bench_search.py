@@ -37,7 +37,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -285,14 +285,17 @@ def rank_of(kb: KnowledgeBase, query: Function, mode: str) -> int | None:
     return None
 
 
+#: What one query's rank (None: not in the first K) scores on each measure; a run's score is their mean.
+MEASURES: dict[str, Callable[[int | None], float]] = {
+    "recall_at_1": lambda rank: float(rank == 1),
+    "recall_at_10": lambda rank: float(rank is not None),
+    "mrr_at_10": lambda rank: 1 / rank if rank is not None else 0.0,
+}
+
+
 def scores(ranks: list[int | None]) -> dict:
-    """Recall@1, recall@10 and MRR@10 of the ranks found (None: not in the first K)."""
-    n = len(ranks)
-    return {
-        "recall_at_1": sum(r == 1 for r in ranks) / n,
-        "recall_at_10": sum(r is not None for r in ranks) / n,
-        "mrr_at_10": sum(1 / r for r in ranks if r is not None) / n,
-    }
+    """Recall@1, recall@10 and MRR@10 of the ranks found."""
+    return {name: sum(map(value, ranks)) / len(ranks) for name, value in MEASURES.items()}
 
 
 def evaluate(kb: KnowledgeBase, queries: list[Function], modes: tuple[str, ...]) -> dict:
@@ -313,13 +316,8 @@ def paired(ranks: list[int | None], baseline: list[int | None]) -> dict:
     baseline's on the same queries, its bootstrap 95% interval, and the queries it helped and hurt."""
     if len(ranks) != len(baseline):
         raise ValueError(f"{len(ranks)} ranks against {len(baseline)}: not the same queries")
-    measures = {
-        "recall_at_1": lambda r: float(r == 1),
-        "recall_at_10": lambda r: float(r is not None),
-        "mrr_at_10": lambda r: 1 / r if r is not None else 0.0,
-    }
     out = {}
-    for name, value in measures.items():
+    for name, value in MEASURES.items():
         differences = [value(a) - value(b) for a, b in zip(ranks, baseline)]
         low, high = bootstrap_interval(differences)
         out[name] = {
