@@ -20,6 +20,14 @@ from bench.bench_search import paired  # noqa: E402
 from bench.harness import bench_parser, utc_now, write_result  # noqa: E402
 
 
+def read_result(path: Path) -> dict:
+    """A bench_search result file, or one line and exit 1 when it cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"cannot read the result {path}: {exc}") from None
+
+
 def ranks_of(result: dict, run: str) -> list[int | None]:
     """The ranks of one run (`embedder/mode`) of a bench_search result."""
     embedder, _, mode = run.rpartition("/")
@@ -37,7 +45,7 @@ def main() -> None:
     parser.add_argument("baseline_run")
     parser.add_argument("--name", default="lever", help="what the lever is, in the result's file name")
     args = parser.parse_args()
-    lever, baseline = json.loads(args.lever.read_text()), json.loads(args.baseline.read_text())
+    lever, baseline = read_result(args.lever), read_result(args.baseline)
     if lever.get("queries_ranked") != baseline.get("queries_ranked"):
         raise SystemExit("the two results did not rank the same queries")
     result = {
