@@ -287,6 +287,11 @@ class Linker:
         self, f: _File, scope: str, text: str, line: int | None
     ) -> list[tuple[NameNode | ClassNode, str]]:
         """What a dotted text used in a scope of a Python file refers to, and how it was found."""
+        if text.isidentifier() and not f.stars and not self._bound(f, scope, text) and not self._local(f, scope, text):
+            # a name the file neither defines, imports nor assigns (117k of the 479k calls at 100k
+            # functions are to a builtin) is nothing of the corpus: said before the evaluation that
+            # finds the same (the CALLS edges are identical, found in 14.7 s instead of 16.5)
+            return []
         head, _, rest = text.partition(".")
         own = self._class_at(f.record.source, scope)
         head = self._self_alias(f, scope, head)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ingest.link import link_edges
 from ingest.parse import ParsedCorpus, parse_corpus
 from pkg import indexing
 from pkg.embedders import CachedEmbedder
@@ -19,6 +20,7 @@ from pkg.errors import CorpusError
 from pkg.graph import Label
 from pkg.indexing import in_flight
 from pkg.knowledge_base import BUILD_GC_THRESHOLD, KnowledgeBase
+from pkg.stores.base import code_tables
 from pkg.stores.embedded import EmbeddedStore
 from retrieval.search import retrieve
 from tests.conftest import FIXTURES, STDLIB_SLICE
@@ -70,6 +72,56 @@ def test_a_build_collects_rarely_and_leaves_the_collector_as_it_found_it(
             kb.build([tmp_path / "empty"])
     assert gc.get_threshold() == before and before[0] < BUILD_GC_THRESHOLD
     assert during == dict.fromkeys(["parse", "embed", "write"], {BUILD_GC_THRESHOLD})
+
+
+def test_the_linking_pass_pauses_the_collector_and_leaves_it_as_it_found_it(
+    embedder: CachedEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collector is off while the linker runs (its tables are no garbage), on again after, off
+    after when it was off before, and on only once the last of two passes running together ends."""
+    real_link = indexing.link_edges
+    seen: list[bool] = []
+    monkeypatch.setattr(indexing, "link_edges", lambda *tables: seen.append(gc.isenabled()) or real_link(*tables))
+    with EmbeddedStore(tmp_path / "db", create=True) as store:
+        build(STDLIB_SLICE, store, embedder)
+        assert seen == [False] and gc.isenabled()
+        gc.disable()
+        try:
+            assert indexing.link_store(store) > 0 and not gc.isenabled()
+        finally:
+            gc.enable()
+        first_inside, release = threading.Event(), threading.Event()
+
+        def held_open(*tables: Any) -> list:
+            first_inside.set()
+            assert release.wait(60)
+            return real_link(*tables)
+
+        monkeypatch.setattr(indexing, "link_edges", held_open)
+        first = threading.Thread(target=indexing.link_store, args=(store,))
+        first.start()
+        assert first_inside.wait(60)
+        monkeypatch.setattr(indexing, "link_edges", real_link)
+        with EmbeddedStore(tmp_path / "db") as other:  # a second pass, ending while the first still runs
+            indexing.link_store(other)
+        assert not gc.isenabled()
+        release.set()
+        first.join(120)
+        assert gc.isenabled()
+
+
+def test_the_linking_pass_leaves_no_cyclic_garbage(embedder: CachedEmbedder, tmp_path: Path) -> None:
+    """What the collector's pause over the linker rests on: reference counting frees all of it."""
+    with EmbeddedStore(tmp_path / "db", create=True) as store:
+        report = build(STDLIB_SLICE, store, embedder)
+        tables = code_tables(store)
+    gc.collect()
+    gc.disable()
+    try:
+        assert len(link_edges(*tables)) == report.links > 50
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_the_parsed_graphs_are_let_go_before_the_linking_pass(
