@@ -42,9 +42,10 @@ from bench.corpora import SITE_PACKAGES, site_packages_corpus  # noqa: E402
 from bench.harness import bench_parser, generation_runs, machine, neo4j_database, percentile, utc_now, write_result  # noqa: E402
 from ingest.python_types import type_facts, walk  # noqa: E402
 from pkg.code.syntax_tree import UNPARSABLE, parse_python  # noqa: E402
+from pkg.collector import collecting_rarely  # noqa: E402
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP  # noqa: E402
 from pkg.graph import EMBEDDED_LABELS  # noqa: E402
-from pkg.knowledge_base import KnowledgeBase, collecting_rarely  # noqa: E402
+from pkg.knowledge_base import KnowledgeBase  # noqa: E402
 from pkg.stores import STORES  # noqa: E402
 from pkg.stores.base import GraphStore  # noqa: E402
 from pkg.stores.embedded import EmbeddedStore  # noqa: E402
@@ -209,7 +210,7 @@ def compare_answers(mine: dict, theirs: dict, mine_top: dict, theirs_top: dict) 
     }
 
 
-@collecting_rarely()
+@collecting_rarely
 def type_facts_seconds(files: list[Path]) -> tuple[float, float]:
     """CPU seconds of the Python type facts the build's parse extracts for the linking pass
     (ingest.python_types), measured apart (they are no stage of their own) with the collector set as

@@ -3,12 +3,9 @@ write whole sources to a store, several writes in flight where the store allows 
 
 from __future__ import annotations
 
-import gc
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import TypeVar
 
@@ -17,6 +14,7 @@ import numpy as np
 from ingest.link import link_edges
 from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variants
 from pkg.code.search_text import embedded_text
+from pkg.collector import collector_paused
 from pkg.embedders import CachedEmbedder, Embedder
 from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
 from pkg.progress import Progress, no_progress
@@ -176,36 +174,10 @@ def search_texts(store: GraphStore, label: Label) -> list[tuple[str, str]]:
 def link_store(store: GraphStore) -> int:
     """Recompute the edges between files (CALLS, INHERITS, FILE→FILE IMPORTS) over everything the
     store holds, replacing those it had; how many there are now."""
-    with _collector_paused():
+    with collector_paused:
         edges = link_edges(*code_tables(store))
         store.replace_links(edges)
     return len(edges)
-
-
-_pausing = 0  # linking passes running
-_pausing_lock = threading.Lock()
-_collector_was_on = True
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic collector off while any linking pass runs. The linker's tables and memos are
-    millions of small containers that live until it ends and hold no cycles to free; the
-    collector's passes over them while they were young took 2.3 of the link stage's 27 s at 100k
-    functions. Reference counting still frees everything else."""
-    global _pausing, _collector_was_on  # noqa: PLW0603  # the collector is per process
-    with _pausing_lock:
-        if _pausing == 0:
-            _collector_was_on = gc.isenabled()
-            gc.disable()
-        _pausing += 1
-    try:
-        yield
-    finally:
-        with _pausing_lock:
-            _pausing -= 1
-            if _pausing == 0 and _collector_was_on:
-                gc.enable()
 
 
 def in_flight(work: Callable[[T], R], items: Iterable[T], at_once: int) -> Iterator[R]:

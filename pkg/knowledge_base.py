@@ -13,8 +13,6 @@ query through `KnowledgeBase.query`; the CLI, `pkg compare` and a server hold on
 
 from __future__ import annotations
 
-import gc
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
+from pkg.collector import collecting_rarely
 from pkg.config import BUILD_LOCK, DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
 from pkg.embedders import DEFAULT_SPEC, Embedder, make_embedder
 from pkg.embedders.tuning import TuneSettings, mine_pairs, tune
@@ -206,7 +205,7 @@ class KnowledgeBase:
         from pkg.indexing import index_corpus  # noqa: PLC0415
         from retrieval.lexical import refresh_indexes  # noqa: PLC0415
 
-        with self._build_lock(progress), collecting_rarely():
+        with self._build_lock(progress), collecting_rarely:
             known = self.store.sources() if self.exists else {}
             corpus = parse_corpus(
                 [Path(p) for p in paths], progress, parts, chunk_size, known, structurer, max_file_bytes, self.db_dir
@@ -358,32 +357,3 @@ class KnowledgeBase:
         if self._store is None:
             self._store = open_store(self.store_kind, self.db_dir, create=create)
         return self._store
-
-
-#: The collector's first threshold while a build runs. A build allocates millions of objects that live
-#: until it ends (the parsed corpus) and, per file, trees that die young by reference counting; at the
-#: default 700 those trees outlive collections, are promoted and set off full collections, each one
-#: walking the whole corpus: 28% of parsing bench_scale's 100k corpus (31.6 of 112.6 CPU s, 132 full
-#: collections). At 100,000 there was none; the build's peak memory rose 6% (2.90 to 3.08 GB at 100k).
-BUILD_GC_THRESHOLD = 100_000
-_builds_running = 0
-_builds_lock = threading.Lock()
-_saved_threshold: tuple[int, int, int] = gc.get_threshold()
-
-
-@contextmanager
-def collecting_rarely() -> Iterator[None]:
-    """Raise the collector's first threshold while any build runs; the last build to end restores it."""
-    global _builds_running, _saved_threshold  # noqa: PLW0603  # the collector's settings are per process
-    with _builds_lock:
-        if _builds_running == 0:
-            _saved_threshold = gc.get_threshold()
-            gc.set_threshold(max(BUILD_GC_THRESHOLD, _saved_threshold[0]), *_saved_threshold[1:])
-        _builds_running += 1
-    try:
-        yield
-    finally:
-        with _builds_lock:
-            _builds_running -= 1
-            if _builds_running == 0:
-                gc.set_threshold(*_saved_threshold)

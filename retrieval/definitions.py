@@ -27,7 +27,6 @@ import keyword
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from hashlib import sha256
@@ -40,6 +39,7 @@ from ingest.structure import python_structure, tree_structure
 from pkg.code.languages import language_for
 from pkg.code.signatures import signature
 from pkg.code.syntax_tree import UNPARSABLE, parse_python
+from pkg.collector import collector_paused
 from pkg.errors import ConfigError
 from pkg.graph import text_hash
 from pkg.schema import ClassNode, FileNode, NameNode
@@ -893,24 +893,12 @@ class ContextOptions(TypedDict, total=False):
     exclude_sources: frozenset[str]
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector held off while a decorated call runs (the thread that stopped it
-    restarts it, after the call's locals are gone). Parsing a large module allocates ~10^5 objects, and each
-    collection they set off scans every object the process holds, the graph's tables included: on the
-    20k-function stdlib graph that was half of a call's CPU time in a 6,600-line file (466 ms with the
-    collector, 234 ms without). Restarted while the call's syntax tree was still alive, the first
-    collection scanned it: 157 ms more. A call's own cycles are collected after it."""
-    stopped = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if stopped:
-            gc.enable()
-
-
-@_gc_paused()
+# Parsing a large module allocates ~10^5 objects, and each collection they set off scans every object the
+# process holds, the graph's tables included: on the 20k-function stdlib graph that was half of a call's
+# CPU time in a 6,600-line file (466 ms with the collector, 234 ms without). Restarted while the call's
+# syntax tree was still alive, the first collection scanned it: 157 ms more. A call's own cycles are
+# collected after it.
+@collector_paused
 def definitions_context(
     store: GraphStore, path: str, line: int | None = None, text: str | None = None, **options: Unpack[ContextOptions]
 ) -> DefinitionsContext:

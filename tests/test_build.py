@@ -15,11 +15,12 @@ import pytest
 from ingest.link import link_edges
 from ingest.parse import ParsedCorpus, parse_corpus
 from pkg import indexing
+from pkg.collector import BUILD_GC_THRESHOLD
 from pkg.embedders import CachedEmbedder
 from pkg.errors import CorpusError
 from pkg.graph import Label
 from pkg.indexing import in_flight
-from pkg.knowledge_base import BUILD_GC_THRESHOLD, KnowledgeBase
+from pkg.knowledge_base import KnowledgeBase
 from pkg.stores.base import code_tables
 from pkg.stores.embedded import EmbeddedStore
 from retrieval.search import retrieve
