@@ -25,7 +25,8 @@ scores.
 
     python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks
         [--min-block-lines N] [--block-header]] [--name-words] [--tune [--tune-pairs 20000] [--tune-epochs 1]
-        [--tune-max-tokens 128] [--tune-learning-rate 2e-5] [--tune-no-hard-negatives]]
+        [--tune-max-tokens 128] [--tune-learning-rate 1e-4] [--tune-no-hard-negatives]
+        [--tune-frozen-layers N]]
         [--work DIR]
 """
 
@@ -387,6 +388,9 @@ def main() -> None:
     parser.add_argument("--tune-max-tokens", type=int, default=TuneSettings.max_tokens, help="tokens read in training")
     parser.add_argument("--tune-learning-rate", type=float, default=TuneSettings.learning_rate, help="of AdamW")
     parser.add_argument("--tune-no-hard-negatives", action="store_true", help="lever: pairs without hard negatives")
+    parser.add_argument(
+        "--tune-frozen-layers", type=int, default=TuneSettings.frozen_layers, help="pkg tune --frozen-layers"
+    )
     args = parser.parse_args()
     variant = f"{args.functions}{'-name-words' if args.name_words else ''}"
     corpus_dir = args.work / f"corpus-{variant}"
@@ -409,6 +413,7 @@ def main() -> None:
             learning_rate=args.tune_learning_rate,
             max_tokens=args.tune_max_tokens,
             hard_negatives=not args.tune_no_hard_negatives,
+            frozen_layers=args.tune_frozen_layers,
         )
         spec, tuning = tuned_spec(corpus_dir, packages, settings, args.work / "cache")
         specs.append(spec)

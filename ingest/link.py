@@ -18,12 +18,13 @@ repository, each edge marked by the tier that found it.
 from __future__ import annotations
 
 import io
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+import orjson
 
 from pkg.graph import Edge
 from pkg.schema import Calls, ClassNode, FileNode, Imports, Inherits, NameNode
@@ -164,7 +165,6 @@ class Linker:
         for name in self.name_of.values():
             if (kind := self._property_kind(name)) is not None:
                 self.accessors[(name.name.rpartition(".")[2], kind)].append(name)
-        self.property_names = {attribute for attribute, _ in self.accessors}
 
     # -- the public questions --------------------------------------------------------------------
     def resolve(self, file: FileNode, scope: str, dotted: str) -> list[NameNode | ClassNode]:
@@ -222,7 +222,7 @@ class Linker:
                     if key not in calls or line < calls[key].line:
                         calls[key] = Calls(caller_id, target.id, line, resolution)
             for caller_id, line, text, kind in f.accesses:
-                if text.rpartition(".")[2] not in self.property_names:
+                if (text.rpartition(".")[2], kind) not in self.accessors:  # no getter (setter) of the name
                     continue
                 caller = self.name_of.get(caller_id)
                 for target, how in self._property(f, caller.name, line, text, kind) if caller is not None else []:
@@ -848,7 +848,7 @@ def _marked(found: Sequence[NameNode], tier: str) -> list[tuple[NameNode, str]]:
 
 
 def _parse(record: FileNode) -> _File:
-    refs = json.loads(record.refs)
+    refs = orjson.loads(record.refs)
     imports: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
     stars = []
     for local, module, attr, _ in refs["imports"]:

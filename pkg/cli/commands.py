@@ -611,6 +611,13 @@ def watch(paths: tuple[Path, ...], embedder: str | None, db_dir: Path, store: st
     help="Tokens of each text read in training (the tuned model embeds 256, as MiniLM): fewer train faster.",
 )
 @click.option(
+    "--frozen-layers",
+    type=click.IntRange(min=0, max=6),
+    default=TuneSettings.frozen_layers,
+    show_default=True,
+    help="Lowest of MiniLM's 6 layers (and its word embeddings) left untrained: more train faster.",
+)
+@click.option(
     "--exclude",
     multiple=True,
     metavar="GLOB",
@@ -626,6 +633,7 @@ def tune(
     learning_rate: float,
     seed: int,
     max_tokens: int,
+    frozen_layers: int,
     exclude: tuple[str, ...],
     db_dir: Path,
     store: str,
@@ -635,7 +643,7 @@ def tune(
     without the docstring, in-batch negatives) on the CPU, store it in --cache-dir/models, re-embed the
     database with it and record it as its embedder: `pkg query`, `pkg serve` and later builds use it.
     Running it again with the same functions and settings reuses the model."""
-    settings = TuneSettings(max_pairs, epochs, batch_size, learning_rate, seed, max_tokens)
+    settings = TuneSettings(max_pairs, epochs, batch_size, learning_rate, seed, max_tokens, frozen_layers=frozen_layers)
     bars = StageBars()
     try:
         with knowledge_base(db_dir, store, None, cache_dir) as kb:

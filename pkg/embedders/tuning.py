@@ -1,11 +1,12 @@
 """`pkg tune`: the packaged MiniLM fine-tuned on a corpus's own functions, with in-batch negatives.
 
 A training pair is a Python function's docstring summary (its first paragraph, on one line) and the
-function's code without that docstring, as CodeSearchNet pairs them; beside it a hard negative, the
-function of the same file that shares most words with the summary. The model is trained with
-sentence-transformers' MultipleNegativesRankingLoss (each summary against its own code, the batch's
-other codes and hard negatives being the negatives) and saved under the models folder as `tuned-<key>`, the key hashing
-the pairs and the settings: the same pairs and settings find the model already made. The spec
+function's code without that docstring, as CodeSearchNet pairs them; its hard negative is the function
+of the same file that shares most words with the summary, and a pair is batched beside the pair whose
+code that is. The model is trained with sentence-transformers' MultipleNegativesRankingLoss (each
+summary against its own code, the batch's other codes being the negatives), its word embeddings and
+lowest layers left as they are, and saved under the models folder as `tuned-<key>`, the key hashing the
+pairs and the settings: the same pairs and settings find the model already made. The spec
 `tuned:<key>` names it (pkg.embedders.EMBEDDER_KINDS)."""
 
 from __future__ import annotations
@@ -21,23 +22,28 @@ import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pkg.code.search_text import name_words, sole_function, without_docstring
 from pkg.errors import TuningError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 TUNED_PREFIX = "tuned-"  # a tuned model's folder in the models folder: tuned-<key>
 MIN_SUMMARY_WORDS = 3  # CodeSearchNet's filter: shorter summaries say too little to search by
 MIN_CODE_LINES = 3  # the def line and at least two lines of body left once the docstring is gone
 #: The training recipe's version, hashed into the key: a model trained by another recipe from the same pairs
 #: and settings is another model (and the embedding cache keeps vectors by the key).
-RECIPE = 2  # 2: hard negatives, batches without a repeated text
+RECIPE = 3  # 2: hard negatives, batches without a repeated text; 3: hard negatives in the batch, frozen layers
 WARMUP_SHARE = 0.1  # of the training steps, the learning rate rising linearly (sentence-transformers' examples)
+FROZEN_LAYERS_DEFAULT = 3
 
 
 @dataclass(frozen=True)
 class Pair:
     """A docstring summary, the code of its function without the docstring, and a hard negative: the
-    code of another function of the same file (mine_pairs)."""
+    code of another function of the same file (mine_pairs), which is in the batch when it is a pair's."""
 
     query: str
     code: str
@@ -49,18 +55,22 @@ class TuneSettings:
     """How `pkg tune` trains: at most max_pairs pairs (a seeded sample), epochs over them, batch_size
     pairs per step (the in-batch negatives), the learning rate of AdamW, the seed, the tokens of a text
     read in training (the tuned model reads as many as MiniLM, 256, when it embeds), and whether each
-    pair brings its hard negative. On bench_search's 5k corpus (885 pairs), 128 tokens trained in 2.0
-    min against 4.0 for 256, with recall@10 equal (0.833) and recall@1 0.486 against 0.495 (3 of 317
-    queries). Hard negatives: half of the queries the tuned model missed at rank 1 had a function of
-    the same file first."""
+    pair is batched beside its hard negative's pair, and how many of the lowest layers stay untrained.
+    On bench_search's 5k corpus (885 pairs), 128 tokens trained in 2.0 min against 4.0 for 256, with
+    recall@10 equal (0.833) and recall@1 0.486 against 0.495 (3 of 317 queries). Hard negatives: half
+    of the queries the tuned model missed at rank 1 had a function of the same file first. Three
+    frozen layers and the hard negative in the batch instead of a third text (2.6 s a step of 32 pairs
+    against 7.9): 1.4 min against 3.0, hybrid recall@1 +0.016 [-0.013, +0.044], func -0.022 [-0.057,
+    +0.013], at 1e-4 (at 2e-5 the top layers alone learn too little: hybrid recall@1 0.451)."""
 
     max_pairs: int = 20_000
     epochs: int = 1
     batch_size: int = 32
-    learning_rate: float = 2e-5
+    learning_rate: float = 1e-4
     seed: int = 0
     max_tokens: int = 128
     hard_negatives: bool = True
+    frozen_layers: int = FROZEN_LAYERS_DEFAULT
 
 
 def summary_of(docstring: str) -> str:
@@ -181,20 +191,40 @@ def tune(
     return key, True
 
 
-def _texts(pair: Pair, settings: TuneSettings) -> list[str]:
-    """What one training example holds: the summary, its code, and the hard negative when asked for."""
-    if settings.hard_negatives and pair.negative:
-        return [pair.query, pair.code, pair.negative]
-    return [pair.query, pair.code]
+def partners(pairs: Sequence[Pair]) -> list[list[int]]:
+    """The pairs' indices in groups to be batched together: each pair with the pair whose code is its
+    hard negative, and so on along such links (all within one file), so the negative is in the batch."""
+    by_code = {pair.code: index for index, pair in enumerate(pairs)}
+    parent = list(range(len(pairs)))
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    for index, pair in enumerate(pairs):
+        if (other := by_code.get(pair.negative)) is not None:
+            parent[root(index)] = root(other)
+    groups: dict[int, list[int]] = {}
+    for index in range(len(pairs)):
+        groups.setdefault(root(index), []).append(index)
+    return list(groups.values())
 
 
-def distinct_batches(examples: Sequence[Sequence[str]], size: int, seed: int) -> list[list[int]]:
-    """The examples' indices in batches of `size`, in an order drawn with the seed, no text twice in a
-    batch (a text repeated in a batch would be a negative of itself, e.g. a pair's code as another pair's
-    hard negative): an example that would repeat one waits for a later batch; what cannot fill a
-    batch is left out (a short batch would hold fewer negatives than the others)."""
-    waiting = list(range(len(examples)))
-    random.Random(seed).shuffle(waiting)
+def distinct_batches(
+    examples: Sequence[Sequence[str]], size: int, seed: int, together: Sequence[Sequence[int]] = ()
+) -> list[list[int]]:
+    """The examples' indices in batches of `size`, no text twice in a batch (a text repeated in a batch
+    would be a negative of itself): an example that would repeat one waits for a later batch; what
+    cannot fill a batch is left out (a short batch would hold fewer negatives than the others). The
+    examples are drawn in an order of the seed, those of a group of `together` (the others each alone)
+    one after another, so that they mostly share a batch; the batches come in an order of the seed."""
+    draw = random.Random(seed)
+    grouped = {index for group in together for index in group}
+    groups = [list(group) for group in together] + [[i] for i in range(len(examples)) if i not in grouped]
+    draw.shuffle(groups)
+    waiting = [index for group in groups for index in group]
     batches: list[list[int]] = []
     while len(waiting) >= size:
         batch: list[int] = []
@@ -214,7 +244,20 @@ def distinct_batches(examples: Sequence[Sequence[str]], size: int, seed: int) ->
             break
         batches.append(batch)
         waiting = later
+    draw.shuffle(batches)
     return batches
+
+
+def training_batches(pairs: Sequence[Pair], settings: TuneSettings) -> list[list[int]]:
+    """The passes over the pairs as one run of batches, each pass in its own seeded order, each pair
+    beside its hard negative's pair when settings ask for hard negatives."""
+    texts = [[pair.query, pair.code] for pair in pairs]
+    together = partners(pairs) if settings.hard_negatives else []
+    return [
+        batch
+        for epoch in range(settings.epochs)
+        for batch in distinct_batches(texts, settings.batch_size, settings.seed + epoch, together)
+    ]
 
 
 def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, show_progress: bool) -> None:
@@ -235,16 +278,12 @@ def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, 
     model = SentenceTransformer(base, device="cpu")
     reads = model.max_seq_length  # 256, from the packaged model's sentence_bert_config.json
     model.max_seq_length = min(settings.max_tokens, reads or settings.max_tokens)
+    _freeze(model, settings.frozen_layers)
     if not hasattr(model, "old_fit"):
         raise TuningError("this sentence-transformers has no old_fit (3.0 to 6.2 have it): install one of those")
-    texts = [_texts(pair, settings) for pair in pairs]
+    texts = [[pair.query, pair.code] for pair in pairs]
     examples = [InputExample(texts=example) for example in texts]
-    # the passes over the pairs as one run of batches: each pass its own seeded order
-    batches = [
-        batch
-        for epoch in range(settings.epochs)
-        for batch in distinct_batches(texts, settings.batch_size, settings.seed + epoch)
-    ]
+    batches = training_batches(pairs, settings)
     if not batches:
         raise TuningError(f"no batch of {settings.batch_size} pairs without a repeated text: lower --batch-size")
     loader: DataLoader[InputExample] = DataLoader(examples, batch_sampler=batches)  # type: ignore[arg-type]
@@ -257,3 +296,14 @@ def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, 
     )
     model.max_seq_length = reads
     model.save(str(out))
+
+
+def _freeze(model: SentenceTransformer, layers: int) -> None:
+    """Leave the word embeddings and the lowest `layers` transformer layers as the base model has them."""
+    encoder: Any = model[0].auto_model  # a BertModel; torch's typing of submodules knows no fields
+    stack = encoder.encoder.layer
+    if not 0 <= layers <= len(stack):
+        raise TuningError(f"--frozen-layers {layers}: the model has {len(stack)} layers")
+    if layers:
+        for module in (encoder.embeddings, *stack[:layers]):
+            module.requires_grad_(False)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 from threadpoolctl import ThreadpoolController
 
 from pkg.config import DB_FILE
@@ -213,7 +214,15 @@ class EmbeddedStore(GraphStore):
         self._db.executemany("INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?, ?)", node_rows)
         self._db.executemany(
             "INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?)",
-            [(e.src, e.type.value, e.dst, json.dumps(e.props, sort_keys=True) if e.props else None) for e in edges],
+            [
+                (
+                    e.src,
+                    e.type.value,
+                    e.dst,
+                    orjson.dumps(e.props, option=orjson.OPT_SORT_KEYS).decode() if e.props else None,
+                )
+                for e in edges
+            ],
         )
 
     # -- reads ------------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+"""What `pkg tune` costs at its default --max-pairs: minutes to train on 20k pairs of real code.
+
+The pairs are mined as `pkg tune` mines them (pkg.embedders.tuning.mine_pairs) from the functions of the
+venv's site-packages (bench/corpora.py: by package, then path, test folders left out), read until the
+corpus yields --pairs pairs; the model is trained with the default settings (or the ones given) into a
+fresh models folder, and the minutes, steps and seconds per step are recorded with the load before and
+after. Its quality is bench_search.py's business (held-out packages); this one measures time alone.
+
+    python bench/bench_tune.py [--pairs 20000] [--frozen-layers N] [--max-tokens N] [--no-hard-negatives]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.corpora import site_packages_corpus  # noqa: E402
+from bench.harness import bench_parser, generation_runs, machine, utc_now, write_result  # noqa: E402
+from ingest.parse import parse_corpus  # noqa: E402
+from pkg.embedders.tuning import TuneSettings, mine_pairs, training_batches, tune  # noqa: E402
+from pkg.graph import Label  # noqa: E402
+
+#: Functions read per pair wanted: about one function in five of site-packages makes a pair.
+FUNCTIONS_PER_PAIR = 6
+
+
+def corpus_pairs(wanted: int) -> tuple[list, int]:
+    """At least `wanted` pairs (all the corpus's, if fewer) and the functions read for them."""
+    files, _ = site_packages_corpus(wanted * FUNCTIONS_PER_PAIR)
+    parsed = parse_corpus(files, parts=("functions",))
+    functions = [(n.props["source"], n.embed_text) for n in parsed.nodes if n.label is Label.IMPL]
+    return mine_pairs(functions, (), wanted, 0), len(functions)
+
+
+def main() -> None:
+    parser = bench_parser(__doc__)
+    parser.add_argument("--pairs", type=int, default=TuneSettings.max_pairs)
+    parser.add_argument("--frozen-layers", type=int, default=TuneSettings.frozen_layers)
+    parser.add_argument("--max-tokens", type=int, default=TuneSettings.max_tokens)
+    parser.add_argument("--no-hard-negatives", action="store_true")
+    args = parser.parse_args()
+    settings = TuneSettings(
+        max_pairs=args.pairs,
+        max_tokens=args.max_tokens,
+        frozen_layers=args.frozen_layers,
+        hard_negatives=not args.no_hard_negatives,
+    )
+    started = time.perf_counter()
+    pairs, functions = corpus_pairs(args.pairs)
+    mined = time.perf_counter() - started
+    steps = len(training_batches(pairs, settings))
+    print(f"{len(pairs)} pairs from {functions} functions ({mined:.0f} s); {steps} steps", file=sys.stderr)
+    load_before, beside_before = os.getloadavg()[0], generation_runs()
+    with tempfile.TemporaryDirectory(prefix="pkg-bench-tune-") as models:
+        trained_at = time.perf_counter()
+        tune(pairs, settings, Path(models), show_progress=True)
+        seconds = time.perf_counter() - trained_at
+    result = {
+        "when": utc_now(),
+        "machine": machine(),
+        "load_before": load_before,
+        "beside_before": beside_before,
+        "functions_read": functions,
+        "pairs": len(pairs),
+        "settings": asdict(settings),
+        "steps": steps,
+        "mining_seconds": round(mined, 1),
+        "tuning_minutes": round(seconds / 60, 2),
+        "seconds_per_step": round(seconds / steps, 2),
+    }
+    print(result, file=sys.stderr)
+    print(f"written to {write_result(args.out, 'tune', result)}")
+
+
+if __name__ == "__main__":
+    main()
