@@ -112,6 +112,15 @@ def test_batches_never_hold_a_text_twice_and_are_all_full() -> None:
     assert distinct_batches([("q", "same"), ("r", "SAME "), ("s", "same")], 2, seed=1) == []
 
 
+def test_a_batch_holds_codes_of_like_length() -> None:
+    # 64 examples whose code is i characters long, all in one window: a batch of 4 spans 4 lengths
+    examples = [(f"q{i}", "x" * i) for i in range(1, 65)]
+    batches = distinct_batches(examples, 4, seed=3)
+    assert sorted(index for batch in batches for index in batch) == list(range(64))
+    assert all(max(batch) - min(batch) == 3 for batch in batches)
+    assert [min(batch) for batch in batches] != sorted(min(batch) for batch in batches)  # in a drawn order
+
+
 def test_a_pair_shares_its_batch_with_the_pair_whose_code_is_its_hard_negative() -> None:
     # 0 and 1 are each other's negatives, 2's is 1's code, 3 to 7 have negatives that are no pair's code
     codes = [f"def f{i}(): pass" for i in range(8)]

@@ -35,8 +35,13 @@ MIN_SUMMARY_WORDS = 3  # CodeSearchNet's filter: shorter summaries say too littl
 MIN_CODE_LINES = 3  # the def line and at least two lines of body left once the docstring is gone
 #: The training recipe's version, hashed into the key: a model trained by another recipe from the same pairs
 #: and settings is another model (and the embedding cache keeps vectors by the key).
-RECIPE = 3  # 2: hard negatives, batches without a repeated text; 3: hard negatives in the batch, frozen layers
+RECIPE = 4  # 2: hard negatives, batches without a repeated text; 3: hard negatives in the batch, frozen layers;
+# 4: batches of like length
 WARMUP_SHARE = 0.1  # of the training steps, the learning rate rising linearly (sentence-transformers' examples)
+#: Batches' worth of examples sorted by length together before they are cut into batches (as transformers'
+#: LengthGroupedSampler does): a batch pads its texts to its longest, and a function has 100 tokens on
+#: average against the 128 read, so batches of like length train faster (2.6 -> 2.3 s a step of 32 pairs).
+LENGTH_WINDOW = 50
 FROZEN_LAYERS_DEFAULT = 3
 
 
@@ -219,12 +224,13 @@ def distinct_batches(
     would be a negative of itself): an example that would repeat one waits for a later batch; what
     cannot fill a batch is left out (a short batch would hold fewer negatives than the others). The
     examples are drawn in an order of the seed, those of a group of `together` (the others each alone)
-    one after another, so that they mostly share a batch; the batches come in an order of the seed."""
+    one after another, so that they mostly share a batch, and each LENGTH_WINDOW batches' worth of them
+    sorted by the length of their code; the batches come in an order of the seed."""
     draw = random.Random(seed)
     grouped = {index for group in together for index in group}
     groups = [list(group) for group in together] + [[i] for i in range(len(examples)) if i not in grouped]
     draw.shuffle(groups)
-    waiting = [index for group in groups for index in group]
+    waiting = [index for group in _by_length(groups, examples, size * LENGTH_WINDOW) for index in group]
     batches: list[list[int]] = []
     while len(waiting) >= size:
         batch: list[int] = []
@@ -246,6 +252,24 @@ def distinct_batches(
         waiting = later
     draw.shuffle(batches)
     return batches
+
+
+def _by_length(groups: list[list[int]], examples: Sequence[Sequence[str]], window: int) -> list[list[int]]:
+    """The groups in runs of about `window` examples, each run sorted by the length of its groups'
+    code texts (all but an example's first), longest first."""
+
+    def length(group: list[int]) -> int:
+        return -max(sum(len(text) for text in examples[index][1:]) for index in group)
+
+    runs: list[list[list[int]]] = [[]]
+    held = 0
+    for group in groups:
+        if held >= window:
+            runs.append([])
+            held = 0
+        runs[-1].append(group)
+        held += len(group)
+    return [group for run in runs for group in sorted(run, key=length)]
 
 
 def training_batches(pairs: Sequence[Pair], settings: TuneSettings) -> list[list[int]]:
