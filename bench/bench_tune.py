@@ -1,8 +1,8 @@
 """What `pkg tune` costs at its default --max-pairs: minutes to train on 20k pairs of real code.
 
 The pairs are mined as `pkg tune` mines them (pkg.embedders.tuning.mine_pairs) from the functions of the
-venv's site-packages (bench/corpora.py: by package, then path, test folders left out), read until the
-corpus yields --pairs pairs; the model is trained with the default settings (or the ones given) into a
+venv's site-packages (bench/corpora.py: by package, then path, test folders left out), six functions
+read for each pair wanted; the model is trained with the default settings (or the ones given) into a
 fresh models folder, and the minutes, steps and seconds per step are recorded with the load before and
 after. Its quality is bench_search.py's business (held-out packages); this one measures time alone.
 
@@ -24,14 +24,14 @@ sys.path.insert(0, str(ROOT))
 from bench.corpora import site_packages_corpus  # noqa: E402
 from bench.harness import bench_parser, generation_runs, machine, utc_now, write_result  # noqa: E402
 from ingest.parse import parse_corpus  # noqa: E402
-from pkg.embedders.tuning import TuneSettings, mine_pairs, training_batches, tune  # noqa: E402
+from pkg.embedders.tuning import Pair, TuneSettings, mine_pairs, training_batches, tune  # noqa: E402
 from pkg.graph import Label  # noqa: E402
 
-#: Functions read per pair wanted: about one function in five of site-packages makes a pair.
+#: Functions read per pair wanted: the first 120k functions of site-packages make more than 20k pairs.
 FUNCTIONS_PER_PAIR = 6
 
 
-def corpus_pairs(wanted: int) -> tuple[list, int]:
+def corpus_pairs(wanted: int) -> tuple[list[Pair], int]:
     """At least `wanted` pairs (all the corpus's, if fewer) and the functions read for them."""
     files, _ = site_packages_corpus(wanted * FUNCTIONS_PER_PAIR)
     parsed = parse_corpus(files, parts=("functions",))
