@@ -45,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpora import SITE_PACKAGES, _is_site_test  # noqa: E402
+from bench.corpora import SITE_PACKAGES, _is_site_test, function_sources  # noqa: E402
 from bench.harness import bench_parser, machine, utc_now, write_result  # noqa: E402
 from ingest.graph_builder import UnitGraph  # noqa: E402
 from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
@@ -351,8 +351,7 @@ def tuned_spec(corpus_dir: Path, packages: list[str], settings: TuneSettings, ca
     database holds the functions without their docstrings."""
     started = time.perf_counter()
     originals = [SITE_PACKAGES / path.relative_to(corpus_dir) for path in sorted(corpus_dir.rglob("*.py"))]
-    parsed = parse_corpus(originals, parts=("functions",))
-    functions = [(n.props["source"], n.embed_text) for n in parsed.nodes if n.label is Label.IMPL]
+    functions = function_sources(originals)
     held = [p for p in packages if held_out(p)]
     exclude = [glob for p in held for glob in (f"{SITE_PACKAGES}/{p}/*", f"{SITE_PACKAGES}/{p}.py")]
     pairs = mine_pairs(functions, exclude, settings.max_pairs, settings.seed)

@@ -21,11 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpora import site_packages_corpus  # noqa: E402
+from bench.corpora import function_sources, site_packages_corpus  # noqa: E402
 from bench.harness import bench_parser, generation_runs, machine, utc_now, write_result  # noqa: E402
-from ingest.parse import parse_corpus  # noqa: E402
 from pkg.embedders.tuning import Pair, TuneSettings, mine_pairs, training_batches, tune  # noqa: E402
-from pkg.graph import Label  # noqa: E402
 
 #: Functions read per pair wanted: the first 120k functions of site-packages make more than 20k pairs.
 FUNCTIONS_PER_PAIR = 6
@@ -34,8 +32,7 @@ FUNCTIONS_PER_PAIR = 6
 def corpus_pairs(wanted: int) -> tuple[list[Pair], int]:
     """At least `wanted` pairs (all the corpus's, if fewer) and the functions read for them."""
     files, _ = site_packages_corpus(wanted * FUNCTIONS_PER_PAIR)
-    parsed = parse_corpus(files, parts=("functions",))
-    functions = [(n.props["source"], n.embed_text) for n in parsed.nodes if n.label is Label.IMPL]
+    functions = function_sources(files)
     return mine_pairs(functions, (), wanted, 0), len(functions)
 
 

@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ingest.extract import extract
+from ingest.parse import parse_corpus
 from pkg.config import MAX_FILE_BYTES
+from pkg.graph import Label
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 #: The site-packages of the interpreter running the bench (the project's venv under .venv/bin/python).
@@ -89,3 +91,10 @@ def site_packages_corpus(
     )
     kept = (p for p in candidates if not _is_site_test(p.relative_to(root)) and p.stat().st_size <= MAX_FILE_BYTES)
     return _until(kept, count, min_functions)
+
+
+def function_sources(files: Iterable[Path]) -> list[tuple[str, str]]:
+    """(file path, source) of every function of the files as a build extracts them: what `pkg tune`
+    mines its pairs from."""
+    parsed = parse_corpus(list(files), parts=("functions",))
+    return [(n.props["source"], n.embed_text) for n in parsed.nodes if n.label is Label.IMPL]

@@ -272,10 +272,15 @@ def _by_length(groups: list[list[int]], examples: Sequence[Sequence[str]], windo
     return [group for run in runs for group in sorted(run, key=length)]
 
 
+def _texts(pair: Pair) -> list[str]:
+    """What one training example holds: the summary and its code (the negatives are the batch's codes)."""
+    return [pair.query, pair.code]
+
+
 def training_batches(pairs: Sequence[Pair], settings: TuneSettings) -> list[list[int]]:
     """The passes over the pairs as one run of batches, each pass in its own seeded order, each pair
     beside its hard negative's pair when settings ask for hard negatives."""
-    texts = [[pair.query, pair.code] for pair in pairs]
+    texts = [_texts(pair) for pair in pairs]
     together = partners(pairs) if settings.hard_negatives else []
     return [
         batch
@@ -305,8 +310,7 @@ def _train(base: str, pairs: Sequence[Pair], settings: TuneSettings, out: Path, 
     _freeze(model, settings.frozen_layers)
     if not hasattr(model, "old_fit"):
         raise TuningError("this sentence-transformers has no old_fit (3.0 to 6.2 have it): install one of those")
-    texts = [[pair.query, pair.code] for pair in pairs]
-    examples = [InputExample(texts=example) for example in texts]
+    examples = [InputExample(texts=_texts(pair)) for pair in pairs]
     batches = training_batches(pairs, settings)
     if not batches:
         raise TuningError(f"no batch of {settings.batch_size} pairs without a repeated text: lower --batch-size")
