@@ -51,7 +51,7 @@ from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.progress import Progress
 from pkg.schema import BlockNode
-from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, DEFAULT_USAGES, Gate, Reach
+from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach
 from retrieval.expand import Expand
 from retrieval.lexical import UNITS
 from retrieval.search import MODES, Mode, Neighbour, Options, Result
@@ -626,28 +626,21 @@ class Tools:
                 json_schema_extra={"enum": [g.value for g in Gate]},
             ),
         ] = Gate.AUTO.value,
-        usages: Annotated[
-            bool,
-            Field(
-                description="Show under each function (and each method the code uses) one statement of another "
-                "file that calls it."
-            ),
-        ] = DEFAULT_USAGES,
     ) -> CallToolResult:
         """The definitions that the code being written uses from other files of the knowledge graph, as stubs
         (signatures with their docstring's first line, class outlines with fields and public methods, constant
         lines; never bodies), grouped by file and ranked by how near the line they are used, within `budget`
         tokens. Put them before the code in the prompt of the model that completes it. With gate `auto`, code that
         needs nothing from elsewhere gets no context and `gated` says why."""
-        return await self._call(self._context_at, path, line, code, budget, names, gate, usages)
+        return await self._call(self._context_at, path, line, code, budget, names, gate)
 
     def _context_at(
-        self, path: str, line: int | None, code: str | None, budget: int, names: str, gate: str, usages: bool
+        self, path: str, line: int | None, code: str | None, budget: int, names: str, gate: str
     ) -> CallToolResult:
         if not path.strip():
             raise ConfigError("give the path of the file being written")
         chosen = self.ws.readable(path.strip()) if code is None else path.strip()
-        found = self.ws.kb.context_at(chosen, line, code, budget=budget, names=names, gate=gate, usages=usages)
+        found = self.ws.kb.context_at(chosen, line, code, budget=budget, names=names, gate=gate)
         shown = found.text or f"no context: {found.gated or 'nothing the code uses from elsewhere fits the budget'}"
         return _result(found.json(), shown)
 

@@ -38,7 +38,7 @@ from ingest.link import Linker
 from ingest.structure import python_structure, tree_structure
 from pkg.code.languages import language_for
 from pkg.code.signatures import signature
-from pkg.code.syntax_tree import UNPARSABLE, parse_python, python_tree
+from pkg.code.syntax_tree import UNPARSABLE, parse_python
 from pkg.collector import collector_paused
 from pkg.errors import ConfigError
 from pkg.graph import text_hash
@@ -64,13 +64,6 @@ MODULE_LINES = 24
 OUTLINE_SHARE = 0.5
 #: Methods shown in a class stub at most (public ones and __init__, in line order; used ones first).
 MAX_METHODS = 16
-#: With `usages`, a function's example call is the shortest calling statement among the call sites in the
-#: files nearest the code at hand (this many read at most), and none longer than USAGE_CHARS characters.
-USAGE_SITES = 5
-USAGE_CHARS = 160
-USAGE_MARK = "# e.g. "
-#: Whether stubs show an example call by default.
-DEFAULT_USAGES = False
 _BUILTINS = frozenset(dir(builtins))
 
 
@@ -161,8 +154,6 @@ class CodeIndex:
         self._tops: dict[str, list[tuple[str, int, int]]] = {}
         self._classes_by_source: dict[str, list[ClassNode]] = {}
         self._file_uses: dict[str, list[_Use]] = {}  # the last files asked, oldest first
-        self._call_sites: dict[str, list[tuple[str, int, str]]] = {}  # NAME id -> (file, line, caller id)
-        self._statements: dict[tuple[str, int], str] = {}  # (caller id, line) -> the calling statement
         for cls in classes:
             if "." not in cls.name:
                 self._classes_by_source.setdefault(cls.source, []).append(cls)
@@ -229,65 +220,6 @@ class CodeIndex:
                     context = contexts.get(name.id)
                     self._signatures[name.id] = _short_signature(context.text, name.lang) if context else ""
             return {n.id: self._signatures[n.id] for n in names}
-
-    def usage(self, node: NameNode, here: str, skip: frozenset[str]) -> str:
-        """One statement that calls the function, from a function of a file neither `here` nor in `skip`:
-        the shortest of the call sites in the files nearest `here`; "" when it has none."""
-        with self._lock:
-            if node.id not in self._call_sites:
-                sites = []
-                for edge in self.store.calls([node.id], callers=True):
-                    caller = self.linker.name_of.get(edge.other_id)
-                    if caller is not None:
-                        sites.append((caller.source, edge.line, caller.id))
-                self._call_sites[node.id] = sites
-            sites = [s for s in self._call_sites[node.id] if s[0] != here and s[0] not in skip]
-        sites.sort(key=lambda s: (-_shared_parts(s[0], here), s[0], s[1]))
-        statements = [self._statement(caller, line) for _, line, caller in sites[:USAGE_SITES]]
-        return min((t for t in statements if t), key=len, default="")
-
-    def _statement(self, caller_id: str, line: int) -> str:
-        """The statement of the caller (a NAME id) on the file's line, on one line (a compound statement's
-        header); "" when it is longer than USAGE_CHARS or cannot be read."""
-        key = (caller_id, line)
-        if key not in self._statements:
-            impls = self.store.impl_ids([caller_id])
-            contexts = self.store.contexts(list(impls.values()))
-            row = line - contexts[0].start_line + 1 if contexts else 0
-            self._statements[key] = _statement_at(contexts[0].text, row) if contexts else ""
-        return self._statements[key]
-
-
-def _shared_parts(source: str, here: str) -> int:
-    """How many leading folders two files share."""
-    shared = 0
-    for a, b in zip(Path(source).parts[:-1], Path(here).parts[:-1], strict=False):
-        if a != b:
-            break
-        shared += 1
-    return shared
-
-
-def _statement_at(text: str, row: int) -> str:
-    """The innermost statement of Python source `text` on its line `row` (from 1), on one line: a simple
-    statement as `ast` writes it (no comments), a compound statement's header as written; "" for a
-    definition's header, code that does not parse, or a line longer than USAGE_CHARS."""
-    tree = python_tree(text)
-    if tree is None:
-        return ""
-    held = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno <= row <= (n.end_lineno or n.lineno)]
-    if not held:
-        return ""
-    statement = max(reversed(held), key=lambda n: (n.lineno, -(n.end_lineno or n.lineno)))  # ties: the deepest
-    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return ""
-    body = getattr(statement, "body", None)
-    if isinstance(body, list) and body:  # a compound statement: its header's lines, up to its body's first
-        header = text.splitlines()[statement.lineno - 1 : body[0].lineno - 1]
-        shown = " ".join(part.strip() for part in header if part.strip() and not part.strip().startswith("#"))
-    else:
-        shown = ast.unparse(statement)  # on one line, without comments
-    return shown if len(shown) <= USAGE_CHARS and "\n" not in shown else ""
 
 
 _INDEXES: WeakKeyDictionary[GraphStore, CodeIndex] = WeakKeyDictionary()
@@ -856,12 +788,10 @@ class _ClassStub:
     doc: str
     fields: list[str]
     methods: list[tuple[str, str, bool]]  # (name, signature, used)
-    usages: dict[str, str] = field(default_factory=dict)  # method name -> a statement calling it
 
     def render(self, level: int) -> str:
         """0: everything; 1: methods without docstrings; 2: only used methods and __init__; 3: no fields;
-        4: no __init__ either; 5: the header and docstring line alone. A method's example call (`usages`)
-        is shown under it at levels 0-2."""
+        4: no __init__ either; 5: the header and docstring line alone."""
         lines = [self.header]
         if self.doc:
             lines.append(f'    """{self.doc}"""')
@@ -877,19 +807,14 @@ class _ClassStub:
                 + ("" if text.rstrip().endswith("...") or '"""' not in text else " ...")
             )
             lines += _indented(shown)
-            if level <= 2 and self.usages.get(name):
-                lines.append(f"        {USAGE_MARK}{self.usages[name]}")
         if len(lines) == 1 + bool(self.doc):
             lines.append("    ...")
         return "\n".join(lines)
 
 
-def _class_stub(
-    index: CodeIndex, cls: ClassNode, used: set[str], inherited: bool, usage: Callable[[NameNode], str] | None
-) -> _ClassStub:
+def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str], inherited: bool) -> _ClassStub:
     """The class's stub: its public methods (and protected ones, `_m`, when the code's own class inherits
-    them: a subclass calls its base's helpers), those the code uses, and `__init__`; with `usage`, an
-    example call of each used method and of `__init__` (the class's construction)."""
+    them: a subclass calls its base's helpers), those the code uses, and `__init__`."""
     table = index.stubs(cls.source).get("classes", {}).get(cls.name, {})
     header = table.get("header") or f"class {cls.name.rpartition('.')[2]}:"
     methods = [
@@ -903,11 +828,6 @@ def _class_stub(
     methods.sort(key=lambda m: (m.name.rpartition(".")[2] not in used, m.start_line))
     methods = sorted(methods[:MAX_METHODS], key=lambda m: m.start_line)
     signatures = index.signatures(methods)
-    usages = {}
-    if usage is not None:
-        for m in methods:
-            if (last := m.name.rpartition(".")[2]) in used or last == "__init__":
-                usages[last] = usage(m)
     return _ClassStub(
         header,
         table.get("doc", ""),
@@ -917,16 +837,12 @@ def _class_stub(
             for m in methods
             if signatures[m.id]
         ],
-        usages,
     )
 
 
-def _stubs(
-    index: CodeIndex, entry: _Found, shown: set[str], usage: Callable[[NameNode], str] | None = None
-) -> tuple[str, list[str]]:
+def _stubs(index: CodeIndex, entry: _Found, shown: set[str]) -> tuple[str, list[str]]:
     """The definition's kind and its stub at each level of detail, most detailed first (a module's
-    outline without the names `shown` already); with `usage`, a function's and a used method's example
-    call at the more detailed levels."""
+    outline without the names `shown` already)."""
     if entry.constant is not None:
         return "constant", [entry.constant[3]]
     if entry.module is not None:
@@ -934,13 +850,10 @@ def _stubs(
         return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in (MODULE_LINES, 12, 5) if outline))
     node = entry.node
     if isinstance(node, ClassNode):
-        stub = _class_stub(index, node, entry.members, entry.inherited, usage)
+        stub = _class_stub(index, node, entry.members, entry.inherited)
         return "class", list(dict.fromkeys(stub.render(level) for level in range(CLASS_LEVELS)))
     assert isinstance(node, NameNode)
-    plain = index.signatures([node])[node.id]
-    example = usage(node) if usage is not None and plain else ""
-    indent = " " * (len(plain) - len(plain.lstrip()) + 4)
-    return "function", [f"{plain}\n{indent}{USAGE_MARK}{example}", plain] if example else [plain]
+    return "function", [index.signatures([node])[node.id]]
 
 
 def _module_outline(index: CodeIndex, source: str) -> list[tuple[str, str]]:
@@ -971,15 +884,13 @@ def _header_only(signature_text: str) -> str:
 
 class ContextOptions(TypedDict, total=False):
     """How `definitions_context` (and `KnowledgeBase.context_at`) answer: the token budget, which names
-    (`Reach`), the gate, how tokens are counted (default: estimated), files whose definitions to leave out,
-    and whether a function's stub shows one statement of another file that calls it (`usages`)."""
+    (`Reach`), the gate, how tokens are counted (default: estimated), and files whose definitions to leave out."""
 
     budget: int
     names: Reach | str
     gate: Gate | str
     count_tokens: Callable[[str], int] | None
     exclude_sources: frozenset[str]
-    usages: bool
 
 
 # Parsing a large module allocates ~10^5 objects, and each collection they set off scans every object the
@@ -1013,10 +924,7 @@ def definitions_context(
         near_found, near_external = (found, external) if names is Reach.NEAR else _collect(index, code, Reach.NEAR)
         if reason := _gate_reason(_outside(near_found, exclude_sources), near_external):
             return DefinitionsContext([], "", [], reason)
-    with_usages = options.get("usages", DEFAULT_USAGES)
-    usage = (lambda node: index.usage(node, code.path, exclude_sources)) if with_usages else None
-    ranked = _ranked(index, found) if found else []
-    chosen = _fit(index, ranked, budget, count, code.path, exclude_sources, usage)
+    chosen = _fit(index, _ranked(index, found) if found else [], budget, count, code.path, exclude_sources)
     rendered = render(chosen, code.path)
     if gate is Gate.AUTO and not chosen:
         return DefinitionsContext([], "", used, f"none of the definitions it uses fits the budget of {budget} tokens")
@@ -1068,7 +976,6 @@ def _fit(
     count: Callable[[str], int],
     here: str,
     exclude: frozenset[str],
-    usage: Callable[[NameNode], str] | None = None,
 ) -> list[Definition]:
     """The ranked definitions that fit the budget with their file headers: first each at its least detail
     (in rank order, while they fit), then each in rank order at the most detail that what is left allows
@@ -1083,7 +990,7 @@ def _fit(
         source = _source(entry)
         if source == here or source in exclude:
             continue
-        kind, stubs = _stubs(index, entry, shown.get(source, set()), usage)
+        kind, stubs = _stubs(index, entry, shown.get(source, set()))
         levels = [(stub, count(stub) + 1) for stub in stubs if stub]
         if levels and (source, levels[0][0]) in seen:
             continue

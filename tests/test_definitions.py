@@ -23,10 +23,6 @@ from tests.conftest import FIXTURES, run_cli
 from tests.test_incremental import Opener, open_store  # noqa: F401 (open_store: a fixture)
 
 SHOP = FIXTURES / "context" / "shop"
-#: A new file's subclass of Record, calling a method of its base.
-INVOICE = (
-    "from shop.base import Record\n\n\nclass Invoice(Record):\n    def keep(self, path):\n        self.save(path)\n"
-)
 ROUND_MONEY = 'def round_money(amount: float) -> float:\n    """Round an amount to whole cents."""'
 
 
@@ -187,11 +183,6 @@ def test_pkg_context_prints_text_json_and_a_prompt(tmp_path: Path, env: dict[str
     )
     gated = run_cli("context", f"{_at('pricing.py')}:14", "--db", db, env_extra=env)
     assert gated.returncode == 0 and gated.stdout == "" and "no context:" in gated.stderr
-    written = tmp_path / "invoice.py"
-    written.write_text(INVOICE)
-    where = [f"{SHOP / 'invoice.py'}:6", "--code", str(written), "--db", db]
-    assert "# e.g. self.save(path)" in run_cli("context", *where, "--usages", env_extra=env).stdout
-    assert "# e.g." not in run_cli("context", *where, "--no-usages", env_extra=env).stdout
     for wrong, message in ((f"{_at('pricing.py')}:0", "lines count from 1"), ("nowhere.py:3", "no file")):
         failed = run_cli("context", wrong, "--db", db, env_extra=env)
         assert failed.returncode != 0 and message in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
@@ -323,39 +314,3 @@ def test_a_name_defined_twice_alike_gets_one_stub(
         "def loads(text: str, strict: bool = True) -> dict: ...",
     ]
     assert found.text.count("def dumps") == 1
-
-
-def test_usages_show_how_other_files_call_a_definition(kb: KnowledgeBase) -> None:
-    """With `usages`, a function's stub and a used method's line carry one statement of another file that
-    calls it (pricing.py's checkout calls round_money, report.py's publish Record.save); the code's own
-    file is never the example."""
-    code = "import shop.util as u\n\n\ndef fill(cart):\n    return u.round_money(1.0)\n"
-    found = _named(kb.context_at(str(SHOP / "fill.py"), 5, code, usages=True).definitions)
-    assert found["round_money"].stub == ROUND_MONEY + "\n    # e.g. return u.round_money(gross)"
-    assert _named(kb.context_at(str(SHOP / "fill.py"), 5, code).definitions)["round_money"].stub == ROUND_MONEY
-    # checkout itself is round_money's only caller: in pricing.py, nothing else shows its use
-    own = _named(kb.context_at(_at("pricing.py"), 9, names="near", usages=True).definitions)
-    assert own["round_money"].stub == ROUND_MONEY
-    record = _named(kb.context_at(str(SHOP / "invoice.py"), 6, INVOICE, usages=True).definitions)["Record"].stub
-    saved = '    def save(self, path: str) -> None:\n        """Write the record to a JSON file."""\n'
-    saved += "        # e.g. self.save(path)"
-    assert saved in record
-    assert record.count("# e.g.") == 1  # as_dict is not used, and its only caller is save in its own file
-    mine = _named(kb.context_at(_at("report.py"), 12, usages=True).definitions)["Record"].stub
-    assert "# e.g." not in mine
-
-
-@pytest.mark.parametrize(
-    ("text", "row", "statement"),
-    [
-        ("def f(a):\n    x = g(\n        a,\n        b,\n    )\n    return x\n", 3, "x = g(a, b)"),
-        ("def f(a):\n    for item in g(a):\n        print(item)\n", 2, "for item in g(a):"),
-        ("def f(a):\n    with g(\n        a\n    ) as h:\n        h()\n", 2, "with g( a ) as h:"),
-        ("def f(a):\n    if a:\n        return g(a)  # why\n", 3, "return g(a)"),
-        ("@deco(g())\ndef f(a):\n    pass\n", 1, ""),  # a definition's header shows nothing of a use
-        ("def f(a):\n    return g(a) +\n", 2, ""),  # code that does not parse
-        ("def f(a):\n    return g('" + "x" * 200 + "')\n", 2, ""),  # too long for one line of a stub
-    ],
-)
-def test_a_call_site_is_shown_as_its_statement_on_one_line(text: str, row: int, statement: str) -> None:
-    assert definitions._statement_at(text, row) == statement

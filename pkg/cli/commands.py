@@ -19,7 +19,7 @@ from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.embedders.tuning import TuneSettings
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
-from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, DEFAULT_USAGES, Gate, Reach, context_prompt
+from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach, context_prompt
 from retrieval.expand import EXPAND_BUDGET, Expand
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
 from retrieval.lexical import UNITS
@@ -476,12 +476,6 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
     help="auto: nothing when the code near the line uses only its own file's names and the builtins; "
     "always: whatever it uses.",
 )
-@click.option(
-    "--usages/--no-usages",
-    default=DEFAULT_USAGES,
-    show_default=True,
-    help="Show under each function (and each method the code uses) one statement of another file that calls it.",
-)
 @format_option(
     ["text", "json", "prompt"],
     "text: the stubs by file; json: each definition with name, path, lines, stub; "
@@ -494,7 +488,6 @@ def context(
     budget: int,
     names: str,
     gate: str,
-    usages: bool,
     fmt: str,
     db_dir: Path,
     store: str,
@@ -507,7 +500,7 @@ def context(
     if text is None and not Path(path).is_file():
         raise click.ClickException(f"no file {path!r} (give the code with --code)")
     with knowledge_base(db_dir, store) as kb:
-        found = kb.context_at(path, line, text, budget=budget, names=names, gate=gate, usages=usages)
+        found = kb.context_at(path, line, text, budget=budget, names=names, gate=gate)
     if fmt == "json":
         click.echo(json.dumps(found.json()))
     elif fmt == "prompt":

@@ -62,7 +62,6 @@ class RepoArm:
     definitions: bool = False
     derived: bool = False
     similar_first: bool = False
-    usages: bool = False
 
 
 BASELINE = "infile"
@@ -77,14 +76,6 @@ REPO_ARMS: dict[str, RepoArm] = {
         RepoArm("chunk+next", "a chunk by vector and the one after it", Mode.CHUNK, Options(neighbour=Neighbour.NEXT)),
         RepoArm("func-pkg", "PKG functions by vector, pruned", Mode.FUNC),
         RepoArm(DEFS, "stubs of the definitions the code uses, from the graph (context_at)", definitions=True),
-        # the near-twin functions similarity arms gain from mostly call what the body needs (the LaTeX
-        # splitter's get_separators_for_language); a call site from the CALLS edges shows that use in a line
-        RepoArm(
-            "defs+uses",
-            "the definitions, each function and used method with one statement of another file calling it",
-            definitions=True,
-            usages=True,
-        ),
         RepoArm(
             "defs+func",
             "the definitions, then the best similar function in what is left of the budget",
@@ -510,7 +501,7 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
         similar = _similar(settings, kb, arm, task, 1, settings.budget // 2)
         left -= similar.tokens(settings.count_tokens)
     if arm.definitions:
-        found = _definitions(replace(settings, budget=left), kb, task, "always", arm.usages)
+        found = _definitions(replace(settings, budget=left), kb, task, "always")
         by_file: dict[str, list[str]] = {}
         for definition in found.definitions:
             by_file.setdefault(_package_path(definition.path, task), []).append(definition.stub.rstrip())
@@ -539,9 +530,7 @@ def _similar(
     )
 
 
-def _definitions(
-    settings: ContextSettings, kb: KnowledgeBase, task: RepoTask, gate: str, usages: bool = False
-) -> DefinitionsContext:
+def _definitions(settings: ContextSettings, kb: KnowledgeBase, task: RepoTask, gate: str) -> DefinitionsContext:
     """context_at for the code at hand: the task's file up to the body (the editor's view), never the file
     itself (context_at leaves it out) nor anything after the body."""
     return kb.context_at(
@@ -552,7 +541,6 @@ def _definitions(
         names=settings.names,
         gate=gate,
         count_tokens=settings.count_tokens,
-        usages=usages,
     )
 
 
