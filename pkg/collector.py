@@ -5,6 +5,8 @@ the order they end in."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import gc
 import threading
 from collections.abc import Callable
@@ -69,3 +71,24 @@ collecting_rarely = _Held(_raise_threshold, lambda found: gc.set_threshold(*foun
 #: they were young took 2.3 of the link stage's 27 s at 100k functions), and a definitions-context call.
 #: Reference counting still frees everything else.
 collector_paused = _Held(_pause, _resume)
+
+
+def keep_out_of_collections() -> None:
+    """Collect, then move every object alive now to the collector's permanent generation, out of the
+    scans of every later collection (`gc.freeze`); what was frozen before is first made collectable
+    again, so the cycles of tables given up since (an index rebuilt) are freed here.
+
+    For tables built once and read by many calls: the definitions index of a 20k-function graph is ~6*10^5
+    objects, and each full collection that the calls' own allocations set off scanned all of them; in
+    bench_context (299 warm calls) that made the mean call 53 ms against 36 ms frozen, and p95 149 against 98.
+    Objects frozen are still freed by reference counting as usual; at exit they are unfrozen, so that the
+    interpreter's last collection finalizes them (frozen, extension objects were reported leaked)."""
+    _unfreeze_at_exit()
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+@functools.cache
+def _unfreeze_at_exit() -> None:
+    atexit.register(gc.unfreeze)

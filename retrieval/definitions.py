@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import gc
 import json
 import keyword
 import re
@@ -39,7 +38,7 @@ from ingest.structure import python_structure, tree_structure
 from pkg.code.languages import language_for
 from pkg.code.signatures import signature
 from pkg.code.syntax_tree import UNPARSABLE, parse_python
-from pkg.collector import collector_paused
+from pkg.collector import collector_paused, keep_out_of_collections
 from pkg.errors import ConfigError
 from pkg.graph import text_hash
 from pkg.schema import ClassNode, FileNode, NameNode
@@ -233,10 +232,10 @@ def code_index(store: GraphStore) -> CodeIndex:
         index = _INDEXES.get(store)
         if index is None or index.state != state:
             index = _INDEXES[store] = CodeIndex(store, state)
-            # its ~4*10^5 objects (20k-function stdlib graph) would stay young, and every collection of the
-            # younger generations until the next full one rescanned them: 147 ms in one warm call. One full
-            # collection now moves them to the oldest generation
-            gc.collect()
+            # its ~6*10^5 objects (20k-function stdlib graph) would stay young, and every collection of the
+            # younger generations until the next full one rescanned them (147 ms in one warm call); in the
+            # oldest generation, every full collection still did
+            keep_out_of_collections()
         return index
 
 
@@ -319,11 +318,10 @@ def _indexed_code(index: CodeIndex, stored: FileNode, text: str, line: int) -> C
     if span is None:
         return None
     start, end = span
-    try:
-        tree = parse_python("\n".join(text.splitlines()[start - 1 : end]))
+    try:  # blank lines first put the definition's nodes on the file's lines (no pass renumbering them)
+        tree = parse_python("\n" * (start - 1) + "\n".join(text.splitlines()[start - 1 : end]))
     except UNPARSABLE:
         return None
-    ast.increment_lineno(tree, start - 1)
     code = CodeAtHand(stored.source, "python", line, stored, tree=tree, text=text, whole=False, indexed=True)
     for bound, module, attr, _ in index.refs(stored.source)["imports"]:
         code.imports.setdefault(bound, []).append((module, attr))
@@ -815,8 +813,7 @@ class _ClassStub:
 def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str], inherited: bool) -> _ClassStub:
     """The class's stub: its public methods (and protected ones, `_m`, when the code's own class inherits
     them: a subclass calls its base's helpers), those the code uses, and `__init__`."""
-    table = index.stubs(cls.source).get("classes", {}).get(cls.name, {})
-    header = table.get("header") or f"class {cls.name.rpartition('.')[2]}:"
+    header, doc, fields = _class_head(index, cls)
     methods = [
         m
         for m in index.linker.members(cls)
@@ -830,8 +827,8 @@ def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str], inherited: boo
     signatures = index.signatures(methods)
     return _ClassStub(
         header,
-        table.get("doc", ""),
-        list(table.get("fields", [])),
+        doc,
+        fields,
         [
             (m.name.rpartition(".")[2], signatures[m.id], m.name.rpartition(".")[2] in used)
             for m in methods
@@ -840,13 +837,20 @@ def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str], inherited: boo
     )
 
 
+def _class_head(index: CodeIndex, cls: ClassNode) -> tuple[str, str, list[str]]:
+    """A class's header (its `class` line(s), decorators included), docstring line and fields, as built."""
+    table = index.stubs(cls.source).get("classes", {}).get(cls.name, {})
+    header = table.get("header") or f"class {cls.name.rpartition('.')[2]}:"
+    return header, table.get("doc", ""), list(table.get("fields", []))
+
+
 def _stubs(index: CodeIndex, entry: _Found, shown: set[str]) -> tuple[str, list[str]]:
     """The definition's kind and its stub at each level of detail, most detailed first (a module's
     outline without the names `shown` already)."""
     if entry.constant is not None:
         return "constant", [entry.constant[3]]
     if entry.module is not None:
-        outline = [text for name, text in _module_outline(index, entry.module[0]) if name not in shown]
+        outline = _module_outline(index, entry.module[0], shown, MODULE_LINES)
         return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in (MODULE_LINES, 12, 5) if outline))
     node = entry.node
     if isinstance(node, ClassNode):
@@ -856,12 +860,25 @@ def _stubs(index: CodeIndex, entry: _Found, shown: set[str]) -> tuple[str, list[
     return "function", [index.signatures([node])[node.id]]
 
 
-def _module_outline(index: CodeIndex, source: str) -> list[tuple[str, str]]:
-    """A module's public top-level functions, classes and constants, a (name, line) each, in line order: a
-    function's `def` line(s), a class's `class` line, a constant's assignment."""
-    functions = [n for n in index.linker.own_methods.get((source, ""), []) if not n.name.startswith("_")]
-    signatures = index.signatures(functions)
-    entries = [(n.start_line, n.name, _header_only(signatures[n.id])) for n in functions if signatures[n.id]]
+def _least_stub(index: CodeIndex, entry: _Found, shown: set[str]) -> str:
+    """The definition's stub at its least detail (the last of `_stubs`), without the signatures of a class's
+    methods or of a module's whole outline: most definitions ranked never fit what is left of the budget
+    (on the 20k-function stdlib graph, reading the stubs of those was half of a large file's call)."""
+    if entry.module is not None:
+        return "\n".join(_module_outline(index, entry.module[0], shown, 5))
+    if isinstance(entry.node, ClassNode):
+        header, doc, _ = _class_head(index, entry.node)
+        return _ClassStub(header, doc, [], []).render(CLASS_LEVELS - 1)
+    return _stubs(index, entry, shown)[1][-1]
+
+
+def _module_outline(index: CodeIndex, source: str, shown: set[str], limit: int) -> list[str]:
+    """The first `limit` of a module's public top-level functions, classes and constants not `shown`, in line
+    order: a function's `def` line(s), a class's `class` line, a constant's assignment (only the functions
+    among them have their signatures read)."""
+    entries: list[tuple[int, str, NameNode | str]] = [
+        (n.start_line, n.name, n) for n in index.linker.own_methods.get((source, ""), []) if not n.name.startswith("_")
+    ]
     entries += [
         (line, name, text) for name, (line, text) in index.stubs(source).get("constants", {}).items() if name[:1] != "_"
     ]
@@ -870,7 +887,16 @@ def _module_outline(index: CodeIndex, source: str) -> list[tuple[str, str]]:
         if not name.startswith("_"):
             header = tables.get(name, {}).get("header") or f"class {name}:"
             entries.append((start, name, header.splitlines()[-1] + " ..."))
-    return [(name, text) for _, name, text in sorted(entries)]
+    pending = sorted((e for e in entries if e[1] not in shown), key=lambda e: (e[0], e[1]))
+    outline: list[str] = []
+    while pending and len(outline) < limit:
+        batch, pending = pending[: limit - len(outline)], pending[limit - len(outline) :]
+        signatures = index.signatures([item for _, _, item in batch if isinstance(item, NameNode)])
+        for _, _, item in batch:
+            text = item if isinstance(item, str) else signatures[item.id] and _header_only(signatures[item.id])
+            if text:  # a function whose signature cannot be read is left out
+                outline.append(text)
+    return outline
 
 
 def _header_only(signature_text: str) -> str:
@@ -990,11 +1016,14 @@ def _fit(
         source = _source(entry)
         if source == here or source in exclude:
             continue
+        header = 0 if source in shown else count(_header(source, here)) + 1
+        smallest = _least_stub(index, entry, shown.get(source, set()))
+        if not smallest or used + header + count(smallest) + 1 > budget:
+            continue  # it does not fit even at its least detail
         kind, stubs = _stubs(index, entry, shown.get(source, set()))
         levels = [(stub, count(stub) + 1) for stub in stubs if stub]
         if levels and (source, levels[0][0]) in seen:
             continue
-        header = 0 if source in shown else count(_header(source, here)) + 1
         if levels and used + header + levels[-1][1] <= budget:
             seen.add((source, levels[0][0]))
             picks.append(_Pick(entry, score, kind, levels, len(levels) - 1))
