@@ -78,9 +78,9 @@ def keep_out_of_collections() -> None:
     scans of every later collection (`gc.freeze`); what was frozen before is first made collectable
     again, so the cycles of tables given up since (an index rebuilt) are freed here.
 
-    For tables built once and read by many calls: the definitions index of a 20k-function graph is ~6*10^5
-    objects, and each full collection that the calls' own allocations set off scanned all of them; in
-    bench_context (299 warm calls) that made the mean call 53 ms against 36 ms frozen, and p95 149 against 98.
+    For tables built once and read by many calls: with the definitions index of a 20k-function graph the
+    process tracks ~6*10^5 objects, and each full collection that the calls' own allocations set off scanned
+    all of them (0.29 s a collection, on a loaded machine; nothing once frozen), inside whichever call it fell.
     Objects frozen are still freed by reference counting as usual; at exit they are unfrozen, so that the
     interpreter's last collection finalizes them (frozen, extension objects were reported leaked)."""
     _unfreeze_at_exit()
