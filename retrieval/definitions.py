@@ -34,6 +34,7 @@ from typing import Any, TypedDict, Unpack
 from weakref import WeakKeyDictionary
 
 from ingest.link import Linker
+from ingest.python_types import child_nodes
 from ingest.structure import python_structure, tree_structure
 from pkg.code.languages import language_for
 from pkg.code.signatures import signature
@@ -453,7 +454,7 @@ def _python_uses(node: ast.AST, window: tuple[int, int] | None) -> Iterator[_Use
     """The dotted names the code loads (`f`, `z.f`, `self.m`, `super().m`: a chain once, not its parts),
     with their lines, in the statements that reach into the window; an import counts as a use of what it
     binds, on its own line."""
-    for child in ast.iter_child_nodes(node):
+    for child in child_nodes(node):  # ast's children less the context and operator nodes, which hold no name
         if window and isinstance(child, ast.stmt) and not _overlaps(child, window):
             continue
         if isinstance(child, ast.Import | ast.ImportFrom):
