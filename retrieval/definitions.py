@@ -58,8 +58,9 @@ DAMPING = 0.85
 DOC_CHARS = 100
 #: How many levels of detail a class stub has (see _ClassStub.render).
 CLASS_LEVELS = 6
-#: Lines of a module's outline at most (its public functions and classes).
+#: Lines of a module's outline at most (its public functions and classes), and at its least detail.
 MODULE_LINES = 24
+MODULE_LEAST_LINES = 5
 #: A module's outline weighs this share of its uses when some of them name a definition of it.
 OUTLINE_SHARE = 0.5
 #: Methods shown in a class stub at most (public ones and __init__, in line order; used ones first).
@@ -852,7 +853,8 @@ def _stubs(index: CodeIndex, entry: _Found, shown: set[str]) -> tuple[str, list[
         return "constant", [entry.constant[3]]
     if entry.module is not None:
         outline = _module_outline(index, entry.module[0], shown, MODULE_LINES)
-        return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in (MODULE_LINES, 12, 5) if outline))
+        sizes = (MODULE_LINES, 12, MODULE_LEAST_LINES)
+        return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in sizes if outline))
     node = entry.node
     if isinstance(node, ClassNode):
         stub = _class_stub(index, node, entry.members, entry.inherited)
@@ -866,7 +868,7 @@ def _least_stub(index: CodeIndex, entry: _Found, shown: set[str]) -> str:
     methods or of a module's whole outline: most definitions ranked never fit what is left of the budget
     (on the 20k-function stdlib graph, reading the stubs of those was half of a large file's call)."""
     if entry.module is not None:
-        return "\n".join(_module_outline(index, entry.module[0], shown, 5))
+        return "\n".join(_module_outline(index, entry.module[0], shown, MODULE_LEAST_LINES))
     if isinstance(entry.node, ClassNode):
         header, doc, _ = _class_head(index, entry.node)
         return _ClassStub(header, doc, [], []).render(CLASS_LEVELS - 1)
