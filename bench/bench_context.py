@@ -1,13 +1,13 @@
 """Definitions context's cost: `context_at` per call, warm and cold, on the ~20k-function standard-library
-graph, and what reading the class and constant stubs adds to a build. Each call is timed by the wall clock
-and by the process's CPU time (the figure that holds on a busy machine).
+graph, and what recording the class and constant stubs and the names each file uses adds to a build. Each
+call is timed by the wall clock and by the process's CPU time (the figure that holds on a busy machine).
 
 Positions are functions of the corpus drawn with a fixed seed, each asked at its last line (the code at
 hand read from the file, as `pkg context PATH:LINE` does). The first call of a process builds the
 tables (the Linker over the store's FILE, CLASS and NAME nodes): that is the cold figure; the rest are
 warm. A second pass over the same positions times the signature cache warm too. The build's added cost is
-the time python_stubs takes over the corpus's files, against a fresh build's time with the chosen embedder
-(the default MiniLM, or `--embedder static`, the fastest build, where the share is largest).
+the time python_stubs and python_uses take over the corpus's files, against a fresh build's time with the
+chosen embedder (the default MiniLM, or `--embedder static`, the fastest build, where the share is largest).
 Writes JSON to bench/results/.
 
     python bench/bench_context.py [--functions 20000] [--calls 300] [--embedder minilm] [--db DIR]
@@ -27,6 +27,8 @@ sys.path[:0] = [str(Path(__file__).parent), str(ROOT)]
 from corpora import stdlib_corpus  # noqa: E402
 from harness import bench_parser, machine, percentile, utc_now, write_result  # noqa: E402
 
+from ingest.name_uses import encoded, python_uses  # noqa: E402
+from ingest.python_types import walk  # noqa: E402
 from pkg.code.stubs import python_stubs  # noqa: E402
 from pkg.code.syntax_tree import python_tree  # noqa: E402
 from pkg.graph import Label  # noqa: E402
@@ -37,13 +39,16 @@ SEED = 20261127
 
 
 def stubs_seconds(files: list[Path]) -> float:
-    """What reading the class and constant stubs costs a build: python_stubs over every file's text and
-    syntax tree (the build parses each file once, for every reader: the parse is not the stubs' cost)."""
+    """What definitions context's records cost a build: python_stubs and python_uses over every file's text
+    and syntax tree (the build parses and walks each file once, for every reader: that is not their cost)."""
     texts = [path.read_text(encoding="utf-8", errors="replace") for path in files]
     trees = [python_tree(text) for text in texts]
+    walks = [walk(tree) if tree is not None else None for tree in trees]
     started = time.perf_counter()
-    for text, tree in zip(texts, trees, strict=True):
+    for text, tree, walked in zip(texts, trees, walks, strict=True):
         python_stubs(text, tree)
+        if tree is not None and walked is not None:
+            encoded(python_uses(tree, children=walked.children))
     return time.perf_counter() - started
 
 

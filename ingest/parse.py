@@ -29,10 +29,11 @@ from pkg.schema import BlockNode, ImplNode, NameNode, record_of
 #: The labels of code structure, which a file has even without functions.
 STRUCTURE_LABELS = (Label.FILE, Label.CLASS, Label.MODULE)
 #: Bump when extraction changes what a file yields, so that every file is rebuilt.
-GRAPH_VERSION = 6  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
+GRAPH_VERSION = 7  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
 # 4: FILE, CLASS and MODULE nodes, CONTAINS, and the references linking turns into CALLS, IMPORTS, INHERITS;
 # 5: each FILE keeps the stubs of its classes and constants (refs["stubs"]) for definitions context;
-# 6: type facts in refs for the resolver, and @overload stubs folded into their implementation
+# 6: type facts in refs for the resolver, and @overload stubs folded into their implementation;
+# 7: each Python FILE keeps the names its code uses (refs["uses"]), so definitions context parses none
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ names, keyword-only names, 1 if bound]]``) and ``arguments`` (``[[caller NAME id
 last name, positional expressions, [[keyword, expression]]]]``, for what callers pass to untyped
 parameters); Java, C#, TypeScript and Go files add
 ``declared``: ``[[line, variable, type]]`` for the variables and parameters their functions type
-(``Box()`` when a constructor gives the type).
+(``Box()`` when a constructor gives the type). A Python file that parses keeps the names its code uses,
+``uses`` (``[[dotted, line]]``, ``[[dotted, line, 1]]`` for a name an import binds; ingest.name_uses).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from pathlib import Path
 
 from tree_sitter import Node as TsNode
 
-from ingest.python_types import TypeFacts, type_facts, walk
+from ingest.name_uses import encoded, python_uses
+from ingest.python_types import TypeFacts, Walk, type_facts, walk
 from pkg.code.languages import LANGUAGES, node_text
 from pkg.code.stubs import first_lines, python_stubs
 from pkg.code.syntax_tree import parser, python_tree
@@ -63,7 +65,10 @@ def file_structure(
     """The FILE, CLASS and MODULE records of a whole code file, with CONTAINS and FILE→MODULE
     IMPORTS; `names` are the NAME records the file's functions got; `tree`: a Python file's module,
     when the caller parsed it already."""
-    found = python_structure(source, text, tree) if lang == "python" else tree_structure(lang, text)
+    if lang == "python" and tree is None:
+        tree = python_tree(text)
+    walked = walk(tree) if tree is not None else None  # one parse and one walk for every reader below
+    found = python_structure(source, text, tree, walked=walked) if lang == "python" else tree_structure(lang, text)
     file_id = content_id(Label.FILE, source)
     function_at = FunctionAt(names)
     calls = [
@@ -78,6 +83,8 @@ def file_structure(
         "stubs": python_stubs(text, tree) if lang == "python" else first_lines(text, found.classes),
         "sha256": text_hash(text),  # definitions context reuses these refs for the file as it was built
     }
+    if tree is not None and walked is not None:
+        refs["uses"] = encoded(python_uses(tree, children=walked.children))
     if found.facts is not None:
         refs |= _fact_refs(found.facts, function_at)
     if found.declared:
@@ -173,16 +180,18 @@ def python_module(path: Path) -> str:
     return ".".join(parts) or path.parent.name
 
 
-def python_structure(source: str, text: str, tree: ast.Module | None = None, types: bool = True) -> Structure:
-    """Classes, imports and calls of a Python file, as ``ast`` reads it (`tree`, when the caller parsed
-    it already), and the type facts of its receivers unless `types` is off."""
+def python_structure(
+    source: str, text: str, tree: ast.Module | None = None, types: bool = True, walked: Walk | None = None
+) -> Structure:
+    """Classes, imports and calls of a Python file, as ``ast`` reads it (`tree` and its `walked` nodes, when
+    the caller has them already), and the type facts of its receivers unless `types` is off."""
     path = Path(source)
     found = Structure(module=python_module(path))
     if tree is None and (tree := python_tree(text)) is None:
         return found
     module = found.module or ""
     package = module if path.stem == "__init__" else module.rpartition(".")[0]
-    walked = walk(tree)
+    walked = walked or walk(tree)
     _PythonReader(found, package, walked.children).visit_scope(tree, "")
     if types:
         found.facts = type_facts(tree, walked)

@@ -34,7 +34,7 @@ from typing import Any, TypedDict, Unpack
 from weakref import WeakKeyDictionary
 
 from ingest.link import Linker
-from ingest.python_types import child_nodes
+from ingest.name_uses import NameUse, decoded, first_line, python_uses
 from ingest.structure import python_structure, tree_structure
 from pkg.code.languages import language_for
 from pkg.code.signatures import signature
@@ -154,16 +154,17 @@ class CodeIndex:
         self._refs: dict[str, dict[str, Any]] = {}
         self._tops: dict[str, list[tuple[str, int, int]]] = {}
         self._classes_by_source: dict[str, list[ClassNode]] = {}
-        self._file_uses: dict[str, list[_Use]] = {}  # the last files asked, oldest first
+        self._file_uses: dict[str, list[NameUse]] = {}  # the last files asked, oldest first
         for cls in classes:
             if "." not in cls.name:
                 self._classes_by_source.setdefault(cls.source, []).append(cls)
         self._lock = threading.Lock()
 
     def refs(self, source: str) -> dict[str, Any]:
-        """The references a file's build recorded (read once)."""
+        """The references a file's build recorded (read once), less the names it uses (see file_uses)."""
         if source not in self._refs:
-            self._refs[source] = json.loads(self.files[source].refs)
+            refs = self._refs[source] = json.loads(self.files[source].refs)
+            refs.pop("uses", None)
         return self._refs[source]
 
     def stubs(self, source: str) -> dict[str, Any]:
@@ -194,15 +195,16 @@ class CodeIndex:
         stored = self.files.get(source)
         return stored if stored is not None and self.refs(source).get("sha256") == text_hash(text) else None
 
-    def file_uses(self, code: CodeAtHand) -> list[_Use]:
-        """The uses of an indexed file as a whole, read once for each of the last files asked: positions in one
+    def file_uses(self, code: CodeAtHand) -> list[NameUse]:
+        """The uses of an indexed file as a whole, kept for each of the last files asked: positions in one
         large module are asked for together (on the stdlib bench, 7 of the 15 slowest calls were in one file,
-        each re-reading its ~5,000 uses)."""
+        each re-reading its ~5,000 uses). Read from what the build recorded, else from the file's tree."""
         with self._lock:
             uses = self._file_uses.pop(code.path, None)
         if uses is None:
-            uses = code.uses_in(None)
-            if not code.complete:
+            recorded = json.loads(self.files[code.path].refs).get("uses")
+            uses = decoded(recorded) if recorded is not None else code.uses_in(None)
+            if recorded is None and not code.complete:
                 return uses
         with self._lock:
             self._file_uses[code.path] = uses
@@ -245,13 +247,6 @@ def code_index(store: GraphStore) -> CodeIndex:
 
 
 @dataclass
-class _Use:
-    dotted: str
-    line: int
-    binding: bool = False  # an import binding the name, not a use of it
-
-
-@dataclass
 class CodeAtHand:
     """What the code being written holds at a line: its record as a FILE (its imports and bases), the
     scope of the line, the names it uses with their lines, what it defines itself."""
@@ -262,7 +257,7 @@ class CodeAtHand:
     record: FileNode
     scope: str = ""
     own_class: str = ""  # the qualified name of the class the line is in, if any
-    uses: list[_Use] = field(default_factory=list)
+    uses: list[NameUse] = field(default_factory=list)
     defined: set[str] = field(default_factory=set)  # module-level names the file defines
     local: set[str] = field(default_factory=set)  # names bound in the functions around the line
     members: set[str] = field(default_factory=set)  # names the own class defines
@@ -274,10 +269,10 @@ class CodeAtHand:
     text: str = ""
     whole: bool = True  # whether the tree is the whole text's (else only the definition around the line)
     indexed: bool = False  # the file as the index holds it (not code being written)
-    all_uses: list[_Use] | None = None  # the whole tree's uses, once read
+    all_uses: list[NameUse] | None = None  # the whole tree's uses, once read
     complete: bool = True  # whether the whole tree is the text's, not a cut of it (which depends on the line)
 
-    def uses_in(self, window: tuple[int, int] | None) -> list[_Use]:
+    def uses_in(self, window: tuple[int, int] | None) -> list[NameUse]:
         """The uses on the lines of the window (all of them for None, read from the tree once)."""
         if window is None and not self.whole:
             self.tree, parsed = _lenient_parse(self.text, self.line)
@@ -285,9 +280,9 @@ class CodeAtHand:
         if self.tree is None:
             return [u for u in self.uses if window is None or window[0] <= u.line <= window[1]]
         if window is not None:
-            return list(_python_uses(self.tree, window))
+            return python_uses(self.tree, window)
         if self.all_uses is None:
-            self.all_uses = list(_python_uses(self.tree, None))
+            self.all_uses = python_uses(self.tree)
         return self.all_uses
 
 
@@ -358,13 +353,13 @@ _DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _STRINGS_AND_COMMENTS = re.compile(r"'''[\s\S]*?'''" + r'|"""[\s\S]*?"""' + r"""|'[^'\n]*'|"[^"\n]*"|#[^\n]*""")
 
 
-def _dotted_words(text: str) -> Iterator[_Use]:
+def _dotted_words(text: str) -> Iterator[NameUse]:
     """For code `ast` cannot read: the dotted words outside strings and comments, keywords left out."""
     blanked = _STRINGS_AND_COMMENTS.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
     for number, row in enumerate(blanked.splitlines(), start=1):
         for match in _DOTTED.finditer(row):
             if not keyword.iskeyword(match.group().partition(".")[0]):
-                yield _Use(match.group(), number)
+                yield NameUse(match.group(), number)
 
 
 def _lenient_parse(text: str, line: int) -> tuple[ast.Module | None, str]:
@@ -406,7 +401,7 @@ def _scope_at(tree: ast.Module, line: int) -> tuple[str, str, tuple[int, int], s
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             return scope, own_class, near, local, members
         if outermost:
-            near, outermost = (_first_line(node), node.end_lineno or node.lineno), False
+            near, outermost = (first_line(node), node.end_lineno or node.lineno), False
         if isinstance(node, ast.ClassDef):
             own_class = prefix + node.name
             members = {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
@@ -431,11 +426,7 @@ def _is_self(node: ast.expr) -> bool:
 
 
 def _holds(node: ast.stmt, line: int) -> bool:
-    return _first_line(node) <= line <= (node.end_lineno or node.lineno)
-
-
-def _first_line(node: ast.stmt) -> int:
-    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return first_line(node) <= line <= (node.end_lineno or node.lineno)
 
 
 def _bound_in(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -451,49 +442,13 @@ def _bound_in(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return names
 
 
-def _python_uses(node: ast.AST, window: tuple[int, int] | None) -> Iterator[_Use]:
-    """The dotted names the code loads (`f`, `z.f`, `self.m`, `super().m`: a chain once, not its parts),
-    with their lines, in the statements that reach into the window; an import counts as a use of what it
-    binds, on its own line."""
-    for child in child_nodes(node):  # ast's children less the context and operator nodes, which hold no name
-        if window and isinstance(child, ast.stmt) and not _overlaps(child, window):
-            continue
-        if isinstance(child, ast.Import | ast.ImportFrom):
-            bound = (a.asname or a.name.partition(".")[0] for a in child.names if a.name != "*")
-            yield from (_Use(name, child.lineno, binding=True) for name in bound)
-        elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load) and (text := _dotted(child)):
-            yield _Use(text, child.lineno)
-        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
-            yield _Use(child.id, child.lineno)
-        else:
-            yield from _python_uses(child, window)
-
-
-def _overlaps(statement: ast.stmt, window: tuple[int, int]) -> bool:
-    return _first_line(statement) <= window[1] and (statement.end_lineno or statement.lineno) >= window[0]
-
-
-def _dotted(node: ast.Attribute) -> str | None:
-    """An attribute chain on a name (`a.b.c`) or on `super()`; None for other receivers."""
-    parts = [node.attr]
-    value = node.value
-    while isinstance(value, ast.Attribute):
-        parts.insert(0, value.attr)
-        value = value.value
-    if isinstance(value, ast.Name):
-        return ".".join([value.id, *parts])
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
-        return ".".join(["super()", *parts])
-    return None
-
-
 def _other_code(path: str, lang: str, text: str, line: int) -> CodeAtHand:
     """Code in a tree-sitter language: its calls are the names it uses (resolved by name, as CALLS are)."""
     found = tree_structure(lang, text)
     refs = {"imports": [], "calls": [], "bases": [list(b) for b in found.bases]}
     record = FileNode(id="", source=path, lang=lang, fingerprint="", module=found.module, refs=json.dumps(refs))
     code = CodeAtHand(path, lang, line, record)
-    code.uses = [_Use(callee, row) for row, callee, _ in found.calls if not callee.startswith("?")]
+    code.uses = [NameUse(callee, row) for row, callee, _ in found.calls if not callee.startswith("?")]
     code.near = (max(1, line - NEAR_LINES), line + NEAR_LINES)
     return code
 
@@ -515,7 +470,7 @@ class _Found:
     inherited: bool = False  # a base of the code's own class: its protected members are the code's too
 
 
-def _external(code: CodeAtHand, use: _Use) -> bool:
+def _external(code: CodeAtHand, use: NameUse) -> bool:
     """Whether a use names something the file itself, the builtins or the function's locals do not define."""
     head, _, rest = use.dotted.partition(".")
     if head in ("self", "cls", "super()"):
@@ -525,7 +480,7 @@ def _external(code: CodeAtHand, use: _Use) -> bool:
     return head not in code.defined and head not in code.local and head not in _BUILTINS
 
 
-def _candidates(index: CodeIndex, code: CodeAtHand, use: _Use) -> list[NameNode | ClassNode]:
+def _candidates(index: CodeIndex, code: CodeAtHand, use: NameUse) -> list[NameNode | ClassNode]:
     """The definitions outside the file that a use refers to: the longest prefix of its dotted name that
     resolves (`z.C.m`, else `z.C`, else `z`)."""
     parts = use.dotted.split(".")
@@ -567,7 +522,7 @@ def _bases(index: CodeIndex, code: CodeAtHand) -> list[ClassNode]:
     return code.base_classes
 
 
-def _constant(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str, int, str] | None:
+def _constant(index: CodeIndex, code: CodeAtHand, use: NameUse) -> tuple[str, str, int, str] | None:
     """A module-level constant of another file that the use names through an import (`from m import C`,
     `import m; m.C`), following one re-export."""
     head, _, rest = use.dotted.partition(".")
@@ -617,7 +572,7 @@ def _with_stored_imports(index: CodeIndex, code: CodeAtHand) -> None:
     code.record = replace(code.record, refs=json.dumps(mine))
 
 
-def _module(index: CodeIndex, code: CodeAtHand, use: _Use) -> tuple[str, str] | None:
+def _module(index: CodeIndex, code: CodeAtHand, use: NameUse) -> tuple[str, str] | None:
     """A module of the corpus that the use reaches through a name bound to it (`import m as z; z.f`,
     `from pkg import m; m`): what else the code may take from it is unknown, so it gets the module's outline."""
     head, _, rest = use.dotted.partition(".")
@@ -639,7 +594,7 @@ def _pending_imports(code: CodeAtHand) -> set[str]:
     return {u.dotted for u in uses if u.binding} - used
 
 
-def _weight(code: CodeAtHand, use: _Use) -> float:
+def _weight(code: CodeAtHand, use: NameUse) -> float:
     return 1.0 / (1.0 + abs(use.line - code.line) / NEAR_SCALE)
 
 
@@ -656,7 +611,7 @@ def _collect(index: CodeIndex, code: CodeAtHand, reach: Reach) -> tuple[dict[str
     # a name is resolved once however often it is used (a 7,000-line module uses ~5,000 names, mostly
     # repeated: resolving each use took 1.5 s a call under load, each name ~0.2 s), and once for the gate too
     resolutions = code.resolutions
-    for use in [*uses, *(_Use(name, code.line, binding=True) for name in sorted(pending))]:
+    for use in [*uses, *(NameUse(name, code.line, binding=True) for name in sorted(pending))]:
         if use.dotted not in resolutions:
             resolutions[use.dotted] = _resolution(index, code, use) if _external(code, use) else None
         resolution = resolutions[use.dotted]
@@ -694,7 +649,7 @@ class _Resolution:
     others: list[tuple[str, tuple[str, str, int, str] | None, tuple[str, str] | None]]
 
 
-def _resolution(index: CodeIndex, code: CodeAtHand, use: _Use) -> _Resolution:
+def _resolution(index: CodeIndex, code: CodeAtHand, use: NameUse) -> _Resolution:
     nodes = _candidates(index, code, use)
     others: list[tuple[str, tuple[str, str, int, str] | None, tuple[str, str] | None]] = []
     if not nodes and (constant := _constant(index, code, use)):
@@ -713,7 +668,7 @@ def _owner(index: CodeIndex, node: NameNode | ClassNode) -> tuple[NameNode | Cla
     return node, ""
 
 
-def _add(found: dict[str, _Found], owned: tuple[NameNode | ClassNode, str], use: _Use, weight: float) -> None:
+def _add(found: dict[str, _Found], owned: tuple[NameNode | ClassNode, str], use: NameUse, weight: float) -> None:
     node, member = owned
     entry = found.setdefault(node.id, _Found(node.id, node))
     entry.uses[use.dotted] = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -264,27 +264,33 @@ def test_the_gate_of_a_saved_file_does_not_depend_on_names(
     assert helper.name == "helper"
 
 
-def test_an_indexed_files_uses_are_read_once_for_all_its_lines(
+def test_an_indexed_files_uses_come_from_its_build_else_its_tree_read_once(
     kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`names="all"` reads every use of the file; asked at two lines of one unchanged indexed file, it reads
-    them once, and the answers are those of an index that never read them."""
+    """`names="all"` takes every use of the file: for an unchanged indexed file, those its build recorded
+    (no walk of the whole tree); for one built without them (an older build), its tree's, read once for
+    all its lines; the answers are the same."""
     read: list[tuple[int, int] | None] = []
-    walk = definitions._python_uses
+    walk = definitions.python_uses
 
-    def counted(node: ast.AST, window: tuple[int, int] | None) -> Iterator[Any]:
+    def counted(node: ast.AST, window: tuple[int, int] | None = None) -> list[Any]:
         if isinstance(node, ast.Module):
             read.append(window)
         return walk(node, window)
 
-    monkeypatch.setattr(definitions, "_python_uses", counted)
-    cached = [kb.context_at(_at("pricing.py"), line, names="all") for line in (9, 14)]
-    assert read.count(None) == 1
+    monkeypatch.setattr(definitions, "python_uses", counted)
+    recorded = [kb.context_at(_at("pricing.py"), line, names="all") for line in (9, 14)]
+    assert None not in read
     definitions._INDEXES.clear()
-    fresh = kb.context_at(_at("pricing.py"), 14, names="all")
-    assert read.count(None) == 2
-    assert (cached[1].definitions, cached[1].text) == (fresh.definitions, fresh.text)
-    assert {d.name for d in cached[0].definitions} >= {"Cart", "round_money"}
+    index = definitions.code_index(kb.store)
+    stored = index.files[_at("pricing.py")]
+    refs = json.loads(stored.refs)
+    del refs["uses"]
+    index.files[stored.source] = replace(stored, refs=json.dumps(refs))
+    walked = [kb.context_at(_at("pricing.py"), line, names="all") for line in (9, 14)]
+    assert read.count(None) == 1
+    assert [(f.definitions, f.text) for f in walked] == [(f.definitions, f.text) for f in recorded]
+    assert {d.name for d in recorded[0].definitions} >= {"Cart", "round_money"}
 
 
 def test_a_name_defined_twice_alike_gets_one_stub(
