@@ -1,5 +1,5 @@
 """The names a Python syntax tree uses, with their lines: what definitions context resolves for the code
-at hand (retrieval.definitions). A build records a whole file's (``refs["uses"]`` of its FILE node), so
+at hand (retrieval.definitions). A build records a whole file's (its FILE node's ``uses``), so
 that asking for the names of an unchanged indexed file parses nothing: on the 20k-function standard-library
 graph, parsing and walking one of its 5,000-line test modules was two thirds of the slowest calls.
 """

@@ -33,7 +33,7 @@ GRAPH_VERSION = 7  # 2: NAME nodes no longer embedded; 3: Python functions from 
 # 4: FILE, CLASS and MODULE nodes, CONTAINS, and the references linking turns into CALLS, IMPORTS, INHERITS;
 # 5: each FILE keeps the stubs of its classes and constants (refs["stubs"]) for definitions context;
 # 6: type facts in refs for the resolver, and @overload stubs folded into their implementation;
-# 7: each Python FILE keeps the names its code uses (refs["uses"]), so definitions context parses none
+# 7: each Python FILE keeps the names its code uses (its `uses`), so definitions context parses none
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ names, keyword-only names, 1 if bound]]``) and ``arguments`` (``[[caller NAME id
 last name, positional expressions, [[keyword, expression]]]]``, for what callers pass to untyped
 parameters); Java, C#, TypeScript and Go files add
 ``declared``: ``[[line, variable, type]]`` for the variables and parameters their functions type
-(``Box()`` when a constructor gives the type). A Python file that parses keeps the names its code uses,
-``uses`` (``[[dotted, line]]``, ``[[dotted, line, 1]]`` for a name an import binds; ingest.name_uses).
+(``Box()`` when a constructor gives the type). Apart from ``refs``, a Python file that parses keeps the
+names its code uses in ``uses`` (``[[dotted, line]]``, ``[[dotted, line, 1]]`` for a name an import binds;
+ingest.name_uses), for definitions context.
 """
 
 from __future__ import annotations
@@ -83,8 +84,6 @@ def file_structure(
         "stubs": python_stubs(text, tree) if lang == "python" else first_lines(text, found.classes),
         "sha256": text_hash(text),  # definitions context reuses these refs for the file as it was built
     }
-    if tree is not None and walked is not None:
-        refs["uses"] = encoded(python_uses(tree, children=walked.children))
     if found.facts is not None:
         refs |= _fact_refs(found.facts, function_at)
     if found.declared:
@@ -97,6 +96,9 @@ def file_structure(
             fingerprint=fingerprint,
             module=found.module,
             refs=json.dumps(refs, separators=(",", ":")),
+            uses=json.dumps(encoded(python_uses(tree, children=walked.children)), separators=(",", ":"))
+            if tree is not None and walked is not None
+            else None,
         )
     ]
     class_ids: dict[str, str] = {}

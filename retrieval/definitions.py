@@ -161,10 +161,9 @@ class CodeIndex:
         self._lock = threading.Lock()
 
     def refs(self, source: str) -> dict[str, Any]:
-        """The references a file's build recorded (read once), less the names it uses (see file_uses)."""
+        """The references a file's build recorded (read once)."""
         if source not in self._refs:
-            refs = self._refs[source] = json.loads(self.files[source].refs)
-            refs.pop("uses", None)
+            self._refs[source] = json.loads(self.files[source].refs)
         return self._refs[source]
 
     def stubs(self, source: str) -> dict[str, Any]:
@@ -202,8 +201,8 @@ class CodeIndex:
         with self._lock:
             uses = self._file_uses.pop(code.path, None)
         if uses is None:
-            recorded = json.loads(self.files[code.path].refs).get("uses")
-            uses = decoded(recorded) if recorded is not None else code.uses_in(None)
+            recorded = self.files[code.path].uses
+            uses = decoded(json.loads(recorded)) if recorded is not None else code.uses_in(None)
             if recorded is None and not code.complete:
                 return uses
         with self._lock:

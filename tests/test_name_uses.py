@@ -12,6 +12,7 @@ from pkg.graph import Label
 from pkg.knowledge_base import KnowledgeBase
 from pkg.schema import FileNode
 from tests.conftest import FIXTURES
+from tests.test_incremental import Opener, open_store  # noqa: F401 (open_store: a fixture)
 
 CODE = """import os.path, json as j
 from shop import *
@@ -66,20 +67,21 @@ def test_the_recorded_form_reads_back_the_same() -> None:
     assert rows[0] == ["os", 1, 1] and rows[2] == ["Base", 6]
 
 
-def test_a_build_records_each_python_files_uses(tmp_path: Path, module_embedder: CachedEmbedder) -> None:
-    """Each FILE of a Python file keeps the uses of its whole tree; one `ast` rejects keeps none."""
+def test_a_build_records_each_python_files_uses(
+    open_store: Opener,  # noqa: F811
+    module_embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> None:
+    """Each FILE of a Python file keeps the uses of its whole tree, apart from the refs the linker reads;
+    one `ast` rejects keeps none; both stores give them back."""
     shop = FIXTURES / "context" / "shop"
     broken = tmp_path / "src" / "broken.py"
     broken.parent.mkdir()
     broken.write_text("def f(:\n    return g()\n")
-    with KnowledgeBase(tmp_path / "kb", embedder=module_embedder) as kb:
-        kb.build([shop, broken.parent], parts=["functions"])
-        files = {
-            Path(f.source).name: json.loads(f.refs)
-            for f in kb.store.label_records(Label.FILE)
-            if isinstance(f, FileNode)
-        }
-    pricing = (shop / "pricing.py").read_text()
-    assert decoded(files["pricing.py"]["uses"]) == python_uses(ast.parse(pricing))
-    assert ["u.round_money", 9] in files["pricing.py"]["uses"]
-    assert "uses" not in files["broken.py"]
+    kb = KnowledgeBase(tmp_path / "kb", open_store("uses"), module_embedder)
+    kb.build([shop, broken.parent], parts=["functions"])
+    files = {Path(f.source).name: f for f in kb.store.label_records(Label.FILE) if isinstance(f, FileNode)}
+    recorded = json.loads(files["pricing.py"].uses or "null")
+    assert decoded(recorded) == python_uses(ast.parse((shop / "pricing.py").read_text()))
+    assert ["u.round_money", 9] in recorded and "uses" not in json.loads(files["pricing.py"].refs)
+    assert files["broken.py"].uses is None
