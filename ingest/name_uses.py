@@ -73,7 +73,7 @@ def dotted_name(node: ast.Attribute) -> str | None:
 
 
 def encoded(uses: list[NameUse]) -> list[list[str | int]]:
-    """The uses as refs keep them: ``[dotted, line]``, ``[dotted, line, 1]`` for a binding."""
+    """The uses as a FILE node keeps them (as JSON): ``[dotted, line]``, ``[dotted, line, 1]`` for a binding."""
     return [[u.dotted, u.line, 1] if u.binding else [u.dotted, u.line] for u in uses]
 
 

@@ -193,7 +193,7 @@ def python_structure(
         return found
     module = found.module or ""
     package = module if path.stem == "__init__" else module.rpartition(".")[0]
-    walked = walked or walk(tree)
+    walked = walked if walked is not None else walk(tree)
     _PythonReader(found, package, walked.children).visit_scope(tree, "")
     if types:
         found.facts = type_facts(tree, walked)
