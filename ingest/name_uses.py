@@ -7,6 +7,7 @@ graph, parsing and walking one of its 5,000-line test modules was two thirds of 
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -72,11 +73,12 @@ def dotted_name(node: ast.Attribute) -> str | None:
     return None
 
 
-def encoded(uses: list[NameUse]) -> list[list[str | int]]:
-    """The uses as a FILE node keeps them (as JSON): ``[dotted, line]``, ``[dotted, line, 1]`` for a binding."""
-    return [[u.dotted, u.line, 1] if u.binding else [u.dotted, u.line] for u in uses]
+def encoded(uses: list[NameUse]) -> str:
+    """The uses as a FILE node keeps them, JSON: ``[dotted, line]``, ``[dotted, line, 1]`` for a binding."""
+    rows = [[u.dotted, u.line, 1] if u.binding else [u.dotted, u.line] for u in uses]
+    return json.dumps(rows, separators=(",", ":"))
 
 
-def decoded(rows: list[list[str | int]]) -> list[NameUse]:
+def decoded(text: str) -> list[NameUse]:
     """The uses `encoded` wrote."""
-    return [NameUse(str(row[0]), int(row[1]), len(row) > 2) for row in rows]
+    return [NameUse(str(row[0]), int(row[1]), len(row) > 2) for row in json.loads(text)]

@@ -96,7 +96,7 @@ def file_structure(
             fingerprint=fingerprint,
             module=found.module,
             refs=json.dumps(refs, separators=(",", ":")),
-            uses=json.dumps(encoded(python_uses(tree, children=walked.children)), separators=(",", ":"))
+            uses=encoded(python_uses(tree, children=walked.children))
             if tree is not None and walked is not None
             else None,
         )

@@ -202,7 +202,7 @@ class CodeIndex:
             uses = self._file_uses.pop(code.path, None)
         if uses is None:
             recorded = self.files[code.path].uses
-            uses = decoded(json.loads(recorded)) if recorded is not None else code.uses_in(None)
+            uses = decoded(recorded) if recorded is not None else code.uses_in(None)
             if recorded is None and not code.complete:
                 return uses
         with self._lock:
