@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ingest.python_types import child_nodes
+from pkg.code.syntax_tree import first_line
 
 
 class NameUse(NamedTuple):
@@ -52,11 +53,6 @@ def python_uses(
 def overlaps(statement: ast.stmt, window: tuple[int, int]) -> bool:
     """Whether the statement (its decorators included) reaches into the window of lines."""
     return first_line(statement) <= window[1] and (statement.end_lineno or statement.lineno) >= window[0]
-
-
-def first_line(node: ast.stmt) -> int:
-    """A statement's first line, its decorators' included."""
-    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
 
 
 def dotted_name(node: ast.Attribute) -> str | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from pkg.code.languages import is_overload
+from pkg.code.syntax_tree import first_line
 
 # typing's names, matched by their last part (``typing.Optional``, ``t.Optional``, ``Optional``)
 _UNIONS = {"Optional", "Union"}
@@ -224,10 +225,9 @@ class _Reader:
             elif isinstance(child, Function):
                 method = f"{qualname}.{child.name}"
                 if (kind := _property_kind(child)) is not None:
-                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                    self.facts.properties.append([method, first, kind])
+                    self.facts.properties.append([method, first_line(child), kind])
                 if _is_abstract(child):
-                    self.facts.abstract.append([method, min([child.lineno, *(d.lineno for d in child.decorator_list)])])
+                    self.facts.abstract.append([method, first_line(child)])
                 this = child.args.posonlyargs[:1] or child.args.args[:1]
                 nodes = self.own_nodes(child)
                 if this and this[0].arg not in ("self", "cls") and not _is_static(child):  # def forward(__self)

@@ -40,7 +40,7 @@ from ingest.name_uses import encoded, python_uses
 from ingest.python_types import TypeFacts, Walk, type_facts, walk
 from pkg.code.languages import LANGUAGES, node_text
 from pkg.code.stubs import first_lines, python_stubs
-from pkg.code.syntax_tree import parser, python_tree
+from pkg.code.syntax_tree import first_line, parser, python_tree
 from pkg.graph import Label, content_id, text_hash
 from pkg.schema import ClassNode, Contains, FileNode, Imports, ModuleNode, NameNode, NodeRecord, RelRecord
 
@@ -217,7 +217,7 @@ class _PythonReader:
         defaults or annotations node is part of (0 elsewhere)."""
         if isinstance(node, ast.ClassDef):
             name = prefix + node.name
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            first = first_line(node)
             self.found.classes.append((name, first, node.end_lineno or node.lineno))
             self.found.bases.extend((name, text) for base in node.bases if (text := dotted(base)))
             for part in (*node.decorator_list, *node.bases, *node.keywords):
@@ -226,7 +226,7 @@ class _PythonReader:
                 self.visit(statement, f"{name}.")
             return
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            first = first_line(node)
             for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
                 self.visit(part, prefix, first)
             for statement in node.body:

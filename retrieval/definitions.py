@@ -34,11 +34,11 @@ from typing import Any, TypedDict, Unpack
 from weakref import WeakKeyDictionary
 
 from ingest.link import Linker
-from ingest.name_uses import NameUse, decoded, first_line, python_uses
+from ingest.name_uses import NameUse, decoded, python_uses
 from ingest.structure import python_structure, tree_structure
 from pkg.code.languages import language_for
 from pkg.code.signatures import signature
-from pkg.code.syntax_tree import UNPARSABLE, parse_python
+from pkg.code.syntax_tree import UNPARSABLE, first_line, parse_python
 from pkg.collector import collector_paused, keep_out_of_collections
 from pkg.errors import ConfigError
 from pkg.graph import text_hash

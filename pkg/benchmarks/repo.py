@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pkg.benchmarks.cross_file import Needed, PackageModules, needed_symbols
+from pkg.code.syntax_tree import first_line
 from pkg.errors import BenchmarkError
 from retrieval.tokenize import estimate_tokens
 
@@ -206,7 +207,7 @@ def import_block(tree: ast.Module) -> tuple[int, int] | None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             break
         if _imports(node):
-            spans.append((_first_line(node) - 1, node.end_lineno or node.lineno))
+            spans.append((first_line(node) - 1, node.end_lineno or node.lineno))
     return (spans[0][0], spans[-1][1]) if spans else None
 
 
@@ -233,7 +234,7 @@ def _task(
         statements = statements[1:]
     if not statements or statements[0].lineno == function.lineno:
         return None  # an empty body, or one on the `def` line
-    body_start = _first_line(statements[0]) - 1
+    body_start = first_line(statements[0]) - 1
     body_lines = lines[body_start : function.end_lineno]
     body = textwrap.dedent("".join(body_lines))
     code = code_lines(body)
@@ -241,7 +242,7 @@ def _task(
         return None
     if estimate_tokens(body) > MAX_BODY_WORDS:
         return None
-    prefix = _cut_prefix(lines[:body_start], _first_line(function) - 1, imports)
+    prefix = _cut_prefix(lines[:body_start], first_line(function) - 1, imports)
     if "\n".join(code) in "\n".join(code_lines(prefix)):
         return None  # the file already shows the body: nothing for retrieval to add
     indent = body_lines[0][: len(body_lines[0]) - len(body_lines[0].lstrip())]
@@ -259,11 +260,6 @@ def _task(
         body_line=body_start + 1,
         needs=needed_symbols(modules, path, function, enclosing, statements),
     )
-
-
-def _first_line(statement: ast.stmt) -> int:
-    """The line a statement starts on, its decorators included."""
-    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", []))])
 
 
 def _decorator_name(decorator: ast.expr) -> str:

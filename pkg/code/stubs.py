@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pkg.code.syntax_tree import python_tree
+from pkg.code.syntax_tree import first_line, python_tree
 
 #: A field or constant line longer than this is cut (with "..."): a long literal table says little
 #: about how to use the name, and one line of 100 characters is about 25 tokens.
@@ -38,7 +38,7 @@ def _doc_line(node: ast.ClassDef | ast.Module) -> str:
 
 def _header(lines: Sequence[str], node: ast.ClassDef) -> str:
     """The class statement's lines from its first decorator (`@dataclass` says how it is built) to its colon."""
-    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    first = first_line(node)
     end = node.body[0].lineno - 1 if node.body else node.lineno
     header = [line.rstrip() for line in lines[first - 1 : max(end, node.lineno)]]
     while len(header) > 1 and (not header[-1].strip() or header[-1].lstrip().startswith(("#", '"', "'"))):

@@ -68,6 +68,11 @@ def python_tree(text: str) -> ast.Module | None:
         return None
 
 
+def first_line(node: ast.stmt) -> int:
+    """A statement's first line, its decorators' included."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+
+
 def dedented(lines: list[str]) -> str:
     """Join ``lines``, removing the first line's indentation from every line starting with it.
 
