@@ -7,7 +7,7 @@ query through `KnowledgeBase.query`; the CLI, `pkg compare` and a server hold on
 
     with KnowledgeBase("./.pkg") as kb:
         kb.build(["src/"])
-        for result in kb.query("merge two sorted lists", mode="func", k=3).results:
+        for result in kb.query("merge two sorted lists", k=3).results:
             print(result.name, result.score)
 """
 
@@ -30,7 +30,7 @@ from pkg.progress import Progress, no_progress
 from pkg.schema import FileNode, ImplNode, NameNode, NodeRecord
 from pkg.stores import GraphStore, open_store
 from pkg.stores.base import GraphCounts
-from retrieval.search import Options, Retrieval, mode_spec, retrieve
+from retrieval.search import DEFAULT_MODE, Options, Retrieval, mode_spec, retrieve
 
 if TYPE_CHECKING:
     from ingest.parse import BuildReport
@@ -281,7 +281,7 @@ class KnowledgeBase:
         except OSError as exc:
             raise StoreError(f"cannot write {marker}: {exc}") from exc
 
-    def query(self, text: str, mode: str = "func", k: int = 3, options: Options | None = None) -> Retrieval:
+    def query(self, text: str, mode: str = DEFAULT_MODE, k: int = 3, options: Options | None = None) -> Retrieval:
         """The k best results of a retrieval mode for the text, and the prompt they make."""
         lexical = mode_spec(mode).lexical
         if not lexical and self.store.embedder_info() is None:

@@ -54,7 +54,7 @@ from pkg.schema import BlockNode
 from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach
 from retrieval.expand import Expand
 from retrieval.lexical import UNITS
-from retrieval.search import MODES, Mode, Neighbour, Options, Result
+from retrieval.search import DEFAULT_MODE, MODES, Mode, Neighbour, Options, Result
 from retrieval.tokenize import estimate_tokens
 
 #: Where the Streamable HTTP transport answers.
@@ -500,7 +500,7 @@ class Tools:
     async def search(
         self,
         text: Text,
-        mode: ModeName = Mode.FUNC.value,
+        mode: ModeName = DEFAULT_MODE,
         k: K = 5,
         prune: bool = True,
         max_tokens: Budget = None,
@@ -509,8 +509,9 @@ class Tools:
         neighbour: NeighbourName = Neighbour.NONE.value,
     ) -> CallToolResult:
         """Search the Programming Knowledge Graph for code similar to a task or snippet. Returns the k best
-        functions, blocks, corpus items, chunks or JSON leaves (by mode), best first, each with its file,
-        lines, similarity score and code; with prune, irrelevant branches of retrieved functions are removed."""
+        functions, blocks, corpus items, chunks or JSON leaves (by mode; default hybrid, BM25 and vectors
+        fused over functions), best first, each with its file, lines, score (cosine similarity, BM25, or the
+        fused rank score in hybrid) and code; with prune, irrelevant branches of retrieved functions are removed."""
         options = Options(with_pruning=prune, expand=expand, hybrid_unit=hybrid_unit, neighbour=neighbour)
         return await self._call(self._search, text, mode, k, max_tokens, options)
 
@@ -568,7 +569,7 @@ class Tools:
         self,
         task: Text,
         k: K = 5,
-        mode: ModeName = Mode.FUNC.value,
+        mode: ModeName = DEFAULT_MODE,
         max_tokens: Annotated[
             int, Field(description="Most tokens of context.", json_schema_extra={"minimum": 1})
         ] = 1500,

@@ -33,12 +33,11 @@ def _env(uri: str, tmp_path: Path, **credentials: str) -> dict[str, str]:
 @pytest.mark.cli
 def test_build_and_query_with_credentials(auth_neo4j: str, tmp_path: Path) -> None:
     env = _env(auth_neo4j, tmp_path, NEO4J_USER="neo4j", NEO4J_PASSWORD=PASSWORD)
-    done = run_cli("build", str(FIXTURES / "corpus"), "--store", "neo4j", "--format", "json", env_extra=env)
+    at = ("--store", "neo4j", "--db", str(tmp_path / "db"))  # the BM25 indexes' folder
+    done = run_cli("build", str(FIXTURES / "corpus"), *at, "--format", "json", env_extra=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["functions"] == 7
-    done = run_cli(
-        "query", "check if an integer is a prime number", "--store", "neo4j", "--format", "json", env_extra=env
-    )
+    done = run_cli("query", "check if an integer is a prime number", *at, "--format", "json", env_extra=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["results"][0]["name"] == "is_prime"
 

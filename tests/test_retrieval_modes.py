@@ -18,7 +18,7 @@ from pkg.stores.base import GraphStore
 from retrieval.bm25 import BM25Index
 from retrieval.fusion import reciprocal_rank_fusion
 from retrieval.lexical import open_index, refresh_indexes
-from retrieval.search import Neighbour, Options, retrieve
+from retrieval.search import DEFAULT_MODE, Neighbour, Options, retrieve
 from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, STORE_KINDS, run_cli
 from tests.helpers import build, empty_store
 from tests.neo4j_server import wipe
@@ -135,21 +135,24 @@ def test_every_mode_from_the_cli(tmp_path: Path) -> None:
     env = {"PKG_CACHE_DIR": str(tmp_path / "cache")}
     db = str(tmp_path / "db")
     assert run_cli("build", str(FIXTURES / "corpus"), "--db", db, env_extra=env).returncode == 0
+    answers = {}
     for mode, expected in [
         ("bm25-rows", "ROW"),
         ("bm25-func", "IMPL"),
         ("dense-rows", "ROW"),
-        ("hybrid", "CHUNK"),
+        ("hybrid", "IMPL"),
         ("chunk", "CHUNK"),
         ("func", "IMPL"),
         ("block", "BLOCK"),
+        (None, "IMPL"),
     ]:
-        done = run_cli(
-            "query", "is the number prime", "--mode", mode, "-k", "1", "--db", db, "--format", "json", env_extra=env
-        )
+        args = (*(("--mode", mode) if mode else ()), "-k", "1", "--db", db, "--format", "json")
+        done = run_cli("query", "is the number prime", *args, env_extra=env)
         assert done.returncode == 0, done.stderr
-        top = json.loads(done.stdout)["results"][0]
+        answers[mode] = json.loads(done.stdout)
+        top = answers[mode]["results"][0]
         assert top["kind"] == expected and "n % d == 0" in top["text"], (mode, top)
+    assert answers[None] == answers["hybrid"]  # the mode a query gets when it names none
 
 
 @pytest.mark.cli
@@ -183,20 +186,25 @@ def test_bm25_query_needs_no_embedder_and_follows_a_narrower_rebuild(tmp_path: P
     assert done.stderr == "pkg: no bm25-rows results for this query\n"
 
 
+@pytest.mark.parametrize("mode", ["func", DEFAULT_MODE])
 @pytest.mark.parametrize("kind", STORE_KINDS)
 def test_pruning_in_other_languages_keeps_valid_code(
-    kind: str, request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path: Path
+    kind: str, mode: str, request: pytest.FixtureRequest, module_embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
     store = empty_store(kind, tmp_path, request)
     try:
         build(sorted((FIXTURES / "languages").glob("[sS]ample.*")), store, module_embedder)
+        refresh_indexes(store, tmp_path)
         query = "exponential backoff: a list of delays doubling in milliseconds"
-        (top,) = retrieve(store, module_embedder, query, "func", k=1).results
+        (top,) = retrieve(store, module_embedder, query, mode, k=1, db_dir=tmp_path).results
         assert top.name == "Backoff" and top.path.endswith("sample.go")
         assert len(top.pruned_text) < len(top.text)  # one of its three loops went
         syntax = syntax_for(top.text, "go")
         assert syntax is not None and syntax.valid(top.pruned_text)
         assert "delays = append(delays" in top.pruned_text
+        options = Options(with_pruning=False)
+        (whole,) = retrieve(store, module_embedder, query, mode, k=1, db_dir=tmp_path, options=options).results
+        assert (whole.id, whole.pruned_text) == (top.id, top.text)
     finally:
         store.close()
         if kind == "neo4j":

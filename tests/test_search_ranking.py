@@ -69,7 +69,8 @@ def click_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def first_names(db: Path, sources: list[Path], embedder: CachedEmbedder, question: str) -> list[str]:
-    """The functions the default query of a fresh build of the sources ranks first (k's default)."""
+    """The functions the default query (hybrid over functions) of a fresh build of the sources ranks first
+    (k's default)."""
     with KnowledgeBase(db, "embedded", embedder) as kb:
         kb.build(sources, parts=("functions",), prepare_pruning=False)
         return [r.name for r in kb.query(question).results]

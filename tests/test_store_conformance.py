@@ -23,7 +23,8 @@ from pkg.stores import GraphStore, open_store
 from pkg.stores.base import EmbedderInfo, GraphCounts
 from pkg.stores.embedded import EmbeddedStore
 from pkg.stores.neo4j_store import Neo4jStore
-from retrieval.search import retrieve
+from retrieval.lexical import refresh_indexes
+from retrieval.search import DEFAULT_MODE, retrieve
 from tests.conftest import CORPUS_NODES, CORPUS_RELATIONSHIPS, FIXTURES, STDLIB_SLICE, STORE_KINDS, run_cli
 from tests.helpers import build
 from tests.neo4j_server import free_port, wipe
@@ -357,7 +358,8 @@ def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: Cache
     assert empty.returncode == 0, empty.stderr
     assert json.loads(empty.stdout) == {"nodes": {}, "relationships": {}, "embedder": None, "dims": None}
 
-    done = run_cli("build", str(CLI_CORPUS), "--store", "neo4j", "--format", "json", env_extra=env)
+    at = ("--store", "neo4j", "--db", str(tmp_path / "neo4j-db"))  # the BM25 indexes' folder
+    done = run_cli("build", str(CLI_CORPUS), *at, "--format", "json", env_extra=env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["files"], report["rows"], report["functions"], report["blocks"]) == (2, 2, 7, 10)
@@ -372,12 +374,13 @@ def test_cli_build_query_stats_on_neo4j(empty_neo4j: str, module_embedder: Cache
     }
 
     question = "check if an integer is a prime number"
-    done = run_cli("query", question, "--store", "neo4j", "-k", "2", "--format", "json", env_extra=env)
+    done = run_cli("query", question, *at, "-k", "2", "--format", "json", env_extra=env)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     with EmbeddedStore(tmp_path / "db", create=True) as embedded:
         build([CLI_CORPUS], embedded, module_embedder)
-        expected = retrieve(embedded, module_embedder, question, "func", k=2)
+        refresh_indexes(embedded, tmp_path / "db")
+        expected = retrieve(embedded, module_embedder, question, DEFAULT_MODE, k=2, db_dir=tmp_path / "db")
     assert answer["results"][0]["name"] == "is_prime" and answer["results"][0]["row"] is not None
     same = ("id", "kind", "name", "path", "row", "text", "pruned_text")
     assert [{key: r[key] for key in same} | {"lines": tuple(r["lines"])} for r in answer["results"]] == [

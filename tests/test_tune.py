@@ -231,7 +231,8 @@ def test_the_database_queries_and_reopening_use_the_tuned_model(
         query = model.embed_query(QUESTION)
         expected = kb.store.search(Label.IMPL, query, 3)
         base = kb.store.search(Label.IMPL, minilm.embed_query(QUESTION), 3)
-    done = run_cli("query", QUESTION, "--db", str(db), "-k", "3", "--no-prune", "--format", "json", env_extra=env)
+    query_args = ("--mode", "func", "-k", "3", "--no-prune", "--format", "json")  # scores: the vectors' cosines
+    done = run_cli("query", QUESTION, "--db", str(db), *query_args, env_extra=env)
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)["results"]
     assert [r["id"] for r in results] == [h.id for h in expected]

@@ -23,7 +23,7 @@ from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach, co
 from retrieval.expand import EXPAND_BUDGET, Expand
 from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
 from retrieval.lexical import UNITS
-from retrieval.search import MODES, Neighbour, Options
+from retrieval.search import DEFAULT_MODE, MODES, Neighbour, Options
 
 
 class StageBars:
@@ -246,12 +246,14 @@ def _structurer(spec: str, cache_dir: Path) -> Any:
 @click.option(
     "--mode",
     type=click.Choice(list(MODES)),
-    default="func",
+    default=DEFAULT_MODE,
     show_default=True,
     help="; ".join(f"{name}: {spec.help}" for name, spec in MODES.items()) + ".",
 )
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Number of results.")
-@click.option("--no-prune", is_flag=True, help="Return retrieved code as is, without pruning (func, block).")
+@click.option(
+    "--no-prune", is_flag=True, help="Return retrieved code as is, without pruning (func, block, hybrid over func)."
+)
 @click.option(
     "--neighbour",
     type=click.Choice([n.value for n in Neighbour]),
@@ -262,7 +264,7 @@ def _structurer(spec: str, cache_dir: Path) -> Any:
 @click.option(
     "--hybrid-unit",
     type=click.Choice(list(UNITS)),
-    default="chunk",
+    default=Options.hybrid_unit,
     show_default=True,
     help="What hybrid retrieves: rows, func or chunk.",
 )
