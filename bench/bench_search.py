@@ -21,7 +21,9 @@ in its body; with --with-blocks, block mode's
 levers: --min-block-lines leaves out shorter blocks, --block-header puts the enclosing function's
 signature on top of each block's text. --tune adds `pkg tune`'s model as an embedder, tuned on the pairs
 of the corpus's training packages (the held-out ones excluded), with its cost (pairs, minutes) beside its
-scores.
+scores; with the fast profile (`static`) among the embedders, also the table `pkg tune` fits for a
+database of the fast profile (`static:KEY`, fitted to the tuned model's vectors of the training packages'
+functions and the pairs' summaries), with its cost.
 
     python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks
         [--min-block-lines N] [--block-header]] [--name-words] [--tune [--tune-pairs 20000] [--tune-epochs 1]
@@ -51,10 +53,11 @@ from ingest.graph_builder import UnitGraph  # noqa: E402
 from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
 from pkg.code.signatures import signature  # noqa: E402
 from pkg.config import MAX_FILE_BYTES  # noqa: E402
-from pkg.embedders.tuning import TuneSettings, mine_pairs, summary_of, tune  # noqa: E402
+from pkg.embedders import FAST_PROFILE, make_embedder  # noqa: E402
+from pkg.embedders.tuning import Pair, TuneSettings, fit_texts, mine_pairs, summary_of, tune  # noqa: E402
 from pkg.evaluation.repo import bootstrap_interval  # noqa: E402
 from pkg.graph import Label, Node  # noqa: E402
-from pkg.indexing import index_corpus  # noqa: E402
+from pkg.indexing import fast_profile_fitted, index_corpus, search_text  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
 from pkg.stores import open_store  # noqa: E402
 from pkg.stores.base import GraphStore  # noqa: E402
@@ -344,7 +347,35 @@ def paired_with(runs: dict[str, dict], baseline: tuple[str, str]) -> dict:
     }
 
 
-def tuned_spec(corpus_dir: Path, packages: list[str], settings: TuneSettings, cache: Path) -> tuple[str, dict]:
+def held_out_globs(root: Path, packages: list[str]) -> list[str]:
+    """The --exclude globs of the held-out packages under root, as `pkg tune` takes them."""
+    return [glob for p in packages if held_out(p) for glob in (f"{root}/{p}/*", f"{root}/{p}.py")]
+
+
+def fitted_fast_spec(
+    corpus_dir: Path, packages: list[str], pairs: list[Pair], teacher: str, cache: Path
+) -> tuple[str, dict]:
+    """The fast profile `pkg tune` fits on a static database of the corpus: a table fitted to the tuned
+    model's vectors of the corpus's functions (as the database holds them, docstrings removed) outside
+    the held-out packages, and the pairs' summaries; its spec, and what it cost."""
+    started = time.perf_counter()
+    parsed = parse_corpus([corpus_dir], parts=("functions",))
+    functions = [(n.props["source"], search_text(n)) for n in parsed.nodes if n.label is Label.IMPL]
+    texts = fit_texts(functions, pairs, held_out_globs(corpus_dir, packages))
+    spec, fitted_now = fast_profile_fitted(texts, make_embedder(teacher, cache), cache / "models")
+    cost = {
+        "teacher": teacher,
+        "texts": len(texts),
+        "fitted_now": fitted_now,
+        "fitting_minutes": round((time.perf_counter() - started) / 60, 2),
+    }
+    print(f"{spec}: {cost}", file=sys.stderr, flush=True)
+    return spec, cost
+
+
+def tuned_spec(
+    corpus_dir: Path, packages: list[str], settings: TuneSettings, cache: Path
+) -> tuple[str, dict, list[Pair]]:
     """`pkg tune`'s model for the corpus: trained on the pairs of the original files (docstrings in
     place) of the corpus's packages, the held-out ones left out by --exclude globs as `pkg tune` takes
     them; its spec, and what it cost. The pairs come from the files, not from a database: the corpus's
@@ -352,14 +383,12 @@ def tuned_spec(corpus_dir: Path, packages: list[str], settings: TuneSettings, ca
     started = time.perf_counter()
     originals = [SITE_PACKAGES / path.relative_to(corpus_dir) for path in sorted(corpus_dir.rglob("*.py"))]
     functions = function_sources(originals)
-    held = [p for p in packages if held_out(p)]
-    exclude = [glob for p in held for glob in (f"{SITE_PACKAGES}/{p}/*", f"{SITE_PACKAGES}/{p}.py")]
-    pairs = mine_pairs(functions, exclude, settings.max_pairs, settings.seed)
+    pairs = mine_pairs(functions, held_out_globs(SITE_PACKAGES, packages), settings.max_pairs, settings.seed)
     mined = time.perf_counter() - started
     key, trained = tune(pairs, settings, cache / "models", show_progress=True)
     cost = {
         "functions_read": len(functions),
-        "excluded_packages": len(held),
+        "excluded_packages": sum(held_out(p) for p in packages),
         "pairs": len(pairs),
         "settings": asdict(settings),
         "trained_now": trained,
@@ -367,7 +396,7 @@ def tuned_spec(corpus_dir: Path, packages: list[str], settings: TuneSettings, ca
         "tuning_minutes": round((time.perf_counter() - started - mined) / 60, 2),
     }
     print(f"tuned:{key}: {cost}", file=sys.stderr, flush=True)
-    return f"tuned:{key}", cost
+    return f"tuned:{key}", cost, pairs
 
 
 def main() -> None:
@@ -405,6 +434,7 @@ def main() -> None:
     lexical: dict = {}
     specs = args.embedders.split(",")
     tuning: dict = {}
+    fitting: dict = {}
     if args.tune:
         settings = TuneSettings(
             max_pairs=args.tune_pairs,
@@ -414,8 +444,11 @@ def main() -> None:
             hard_negatives=not args.tune_no_hard_negatives,
             frozen_layers=args.tune_frozen_layers,
         )
-        spec, tuning = tuned_spec(corpus_dir, packages, settings, args.work / "cache")
+        spec, tuning, pairs = tuned_spec(corpus_dir, packages, settings, args.work / "cache")
         specs.append(spec)
+        if FAST_PROFILE in specs:  # `pkg tune` on the fast profile's database fits its table instead
+            fast, fitting = fitted_fast_spec(corpus_dir, packages, pairs, spec, args.work / "cache")
+            specs.append(fast)
     for spec in specs:
         db = args.work / f"db-{variant}-{spec.replace(':', '_').replace('/', '_')}"
         cache = args.work / "cache"
@@ -430,6 +463,7 @@ def main() -> None:
                 "functions_indexed": indexed,
                 "modes": evaluate(kb, queries, modes),
             } | ({"tuning": tuning} if spec.startswith("tuned:") else {})
+            runs[spec] |= {"fitting": fitting} if spec.startswith(f"{FAST_PROFILE}:") else {}
             if not lexical:
                 lexical = evaluate(kb, queries, LEXICAL_MODES)
     result = {

@@ -4,9 +4,10 @@ write whole sources to a store, several writes in flight where the store allows 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import replace
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -15,7 +16,7 @@ from ingest.link import link_edges
 from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variants
 from pkg.code.search_text import embedded_text
 from pkg.collector import collector_paused
-from pkg.embedders import CachedEmbedder, Embedder
+from pkg.embedders import FAST_PROFILE, CachedEmbedder, Embedder
 from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
 from pkg.progress import Progress, no_progress
 from pkg.schema import ImplNode
@@ -48,6 +49,21 @@ def embed_texts(
         vectors.update(zip((chunk[i] for i in rows), kept))
         progress("embed", min(start + EMBED_BATCH, len(distinct)), len(distinct))
     return vectors
+
+
+def fast_profile_fitted(
+    texts: list[str], teacher: Embedder, models_dir: Path, progress: Progress = no_progress
+) -> tuple[str, bool]:
+    """The spec of the fast profile's table fitted to the teacher's vectors of the texts
+    (pkg.embedders.static.fit_fast_profile), and whether it was fitted now (else it was there)."""
+    from pkg.embedders.static import fit_fast_profile  # noqa: PLC0415  # only `pkg tune` fits a table
+
+    def embed(chosen: Sequence[str]) -> np.ndarray:
+        vectors = embed_texts(list(chosen), teacher, progress)
+        return np.stack([vectors[text] for text in chosen])
+
+    key, now = fit_fast_profile(models_dir, teacher.name, texts, embed)
+    return f"{FAST_PROFILE}:{key}", now
 
 
 def search_text(node: Node) -> str:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
 from pkg.collector import collecting_rarely
 from pkg.config import BUILD_LOCK, DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
-from pkg.embedders import DEFAULT_SPEC, Embedder, make_embedder
-from pkg.embedders.tuning import TuneSettings, mine_pairs, tune
+from pkg.embedders import DEFAULT_SPEC, FAST_PROFILE, Embedder, make_embedder
+from pkg.embedders.tuning import Pair, TuneSettings, fit_texts, mine_pairs, tune
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import EmbedderInfo, Label
 from pkg.progress import Progress, no_progress
@@ -51,7 +51,8 @@ class Built:
 @dataclass(frozen=True)
 class Tuned:
     """What `KnowledgeBase.tune` did: the embedder spec it recorded, the Python functions it read, the
-    pairs it trained on, whether it trained (else the model was there), the nodes it re-embedded."""
+    pairs it trained on, whether it trained (else the model was there), the nodes it re-embedded, and for
+    a database of the fast profile the texts its static table was fitted on (else 0)."""
 
     spec: str
     functions: int
@@ -59,6 +60,7 @@ class Tuned:
     trained: bool
     reembedded: int
     seconds: float
+    fitted_texts: int = 0
 
 
 @dataclass(frozen=True)
@@ -236,10 +238,31 @@ class KnowledgeBase:
         settings = settings or TuneSettings()
         pairs = mine_pairs(((f.source, f.text) for f in functions), exclude, settings.max_pairs, settings.seed)
         key, trained = tune(pairs, settings, self.cache_dir / "models", show_progress)
-        spec = f"tuned:{key}"
+        spec, fitted = f"tuned:{key}", 0
+        if stored.name == FAST_PROFILE or stored.name.startswith(f"{FAST_PROFILE}:"):
+            spec, fitted = self._fit_fast_profile(spec, pairs, exclude, settings.seed, progress)
         self._embedder_choice, self._embedder = spec, make_embedder(spec, self.cache_dir)
         reembedded = 0 if stored.name == spec else reembed(self.store, self._embedder, progress)
-        return Tuned(spec, len(functions), len(pairs), trained, reembedded, time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        return Tuned(spec, len(functions), len(pairs), trained, reembedded, elapsed, fitted)
+
+    def _fit_fast_profile(
+        self, teacher: str, pairs: Sequence[Pair], exclude: Sequence[str], seed: int, progress: Progress
+    ) -> tuple[str, int]:
+        """A database of the fast profile stays fast: a static table fitted to the tuned model's vectors of
+        the PKG's functions and the pairs' summaries (pkg.embedders.static); its spec, and the texts."""
+        from pkg.code.search_text import embedded_text  # noqa: PLC0415  # a cold query needs neither
+        from pkg.indexing import fast_profile_fitted  # noqa: PLC0415
+
+        functions = [
+            (r.source, embedded_text(Label.IMPL, r.text, r.lang))
+            for r in self.store.label_records(Label.IMPL)
+            if isinstance(r, ImplNode)
+        ]
+        texts = fit_texts(functions, pairs, exclude, seed)
+        teacher_model = make_embedder(teacher, self.cache_dir)
+        spec, _ = fast_profile_fitted(texts, teacher_model, self.cache_dir / "models", progress)
+        return spec, len(texts)
 
     @contextmanager
     def _build_lock(self, progress: Progress) -> Iterator[None]:

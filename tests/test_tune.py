@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from pkg.code.search_text import function_search_text
+from pkg.embedders import Embedder
 from pkg.embedders.onnx_encoder import export_path
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder, packaged_minilm_path
+from pkg.embedders.static import StaticEmbedder, fitted_table
 from pkg.embedders.tuning import (
     Pair,
     TuneSettings,
@@ -174,7 +176,7 @@ def _training_pairs(db: Path, cache: Path) -> list[Pair]:
     return mine_pairs((f.source, f.text) for f in functions if "shlex" not in f.source)
 
 
-def _mrr(embedder: SentenceTransformerEmbedder, pairs: list[Pair]) -> float:
+def _mrr(embedder: Embedder, pairs: list[Pair]) -> float:
     """Mean reciprocal rank of each pair's code among all the pairs' codes, for its summary."""
     queries = embedder.embed_documents([p.query for p in pairs])
     codes = embedder.embed_documents([p.code for p in pairs])
@@ -273,3 +275,57 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path: Path, env: dict[str
     assert done.stderr.startswith("pkg: only ") and "need at least 32" in done.stderr
     done = run_cli("tune", "--db", str(db), "--batch-size", "1", env_extra=env)
     assert done.returncode == 2 and "--batch-size" in done.stderr
+
+
+def test_a_fitted_table_meets_its_targets_and_keeps_the_rows_no_text_holds() -> None:
+    draw = np.random.default_rng(0)
+    base = draw.normal(size=(40, 6))
+    hidden = draw.normal(size=(40, 6))
+    rows = [list(draw.integers(0, 30, size=draw.integers(1, 8))) for _ in range(300)]  # tokens 30-39: in none
+    targets = np.stack([hidden[ids].mean(axis=0) for ids in rows])
+    table = fitted_table(base, rows, targets, ridge=1e-4)
+    fitted = np.stack([table[ids].mean(axis=0) for ids in rows])
+    assert np.abs(fitted - targets).max() < 0.05  # the texts' means meet their targets
+    # the distilled rows, turned and scaled onto the targets' space, are the prior of every row
+    prior = fitted_table(base, rows, targets, ridge=1e9)
+    assert np.allclose(table[30:], prior[30:], atol=1e-4)
+    turn = np.linalg.lstsq(base, prior, rcond=None)[0]
+    assert np.allclose(turn @ turn.T, (turn @ turn.T)[0, 0] * np.eye(6), atol=1e-4)  # a scaled rotation
+
+
+@pytest.fixture(scope="module")
+def tuned_fast(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> tuple[Path, str, int]:
+    """(database, its spec, the texts fitted on) after a fast-profile build of CORPUS then `pkg tune`."""
+    db = tmp_path_factory.mktemp("fast-db")
+    cli_build(db, env, *map(str, CORPUS), "--parts", "functions", "--no-prepare-pruning", "--embedder", "static")
+    done = run_cli("tune", "--db", str(db), *TUNE_ARGS, env_extra=env)
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"tuned (static:[0-9a-f]{16}) \(the fast profile, fitted on (\d+) texts\)", done.stdout)
+    assert found, done.stdout
+    return db, found.group(1), int(found.group(2))
+
+
+@pytest.mark.cli
+def test_tuning_a_fast_profile_fits_its_table_to_the_tuned_model(
+    tuned_fast: tuple[Path, str, int], env: dict[str, str]
+) -> None:
+    db, spec, texts = tuned_fast
+    cache = Path(env["PKG_CACHE_DIR"])
+    pairs = _training_pairs(db, cache)
+    assert texts > len(pairs)  # the functions' texts, then the summaries not among them
+    stats = run_cli("stats", "--db", str(db), "--format", "json", env_extra=env)
+    assert json.loads(stats.stdout)["embedder"] == spec
+    distilled, fitted = StaticEmbedder(cache / "models"), StaticEmbedder(cache / "models", spec.split(":")[1])
+    before, after = _mrr(distilled, pairs), _mrr(fitted, pairs)
+    assert after > before + 0.05, (before, after)
+    with KnowledgeBase(db, cache_dir=cache) as kb:
+        assert kb.embedder.name == spec
+        rows = search_texts(kb.store, Label.IMPL)[::25]
+        for (node_id, _), vector in zip(rows, fitted.embed_documents([text for _, text in rows])):
+            hit = kb.store.search(Label.IMPL, vector, 1)[0]
+            assert hit.id == node_id and hit.score == pytest.approx(1.0, abs=1e-4)
+    again = run_cli("tune", "--db", str(db), *TUNE_ARGS, env_extra=env)
+    assert again.returncode == 0, again.stderr
+    assert f"tuned {spec} (the fast profile" in again.stdout and "re-embedded 0 nodes" in again.stdout
+    missing = run_cli("query", QUESTION, "--db", str(db), env_extra={**env, "PKG_CACHE_DIR": str(db / "elsewhere")})
+    assert missing.returncode == 1 and missing.stderr.startswith(f"pkg: no fitted static table {spec.split(':')[1]!r}")

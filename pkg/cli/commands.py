@@ -644,7 +644,9 @@ def tune(
     """Fine-tune the packaged MiniLM on this PKG's own Python functions (docstring summary -> code
     without the docstring, in-batch negatives) on the CPU, store it in --cache-dir/models, re-embed the
     database with it and record it as its embedder: `pkg query`, `pkg serve` and later builds use it.
-    Running it again with the same functions and settings reuses the model."""
+    A database of the fast profile (`--embedder static`) stays fast: it gets a static table fitted to the
+    tuned model's vectors of its functions (`static:KEY`) instead. Running it again with the same
+    functions and settings reuses the model (and the table)."""
     settings = TuneSettings(max_pairs, epochs, batch_size, learning_rate, seed, max_tokens, frozen_layers=frozen_layers)
     bars = StageBars()
     try:
@@ -653,7 +655,8 @@ def tune(
     finally:
         bars.close()
     how = "trained" if tuned.trained else "found in the cache"
+    fitted = f" (the fast profile, fitted on {tuned.fitted_texts} texts)" if tuned.fitted_texts else ""
     click.echo(
-        f"tuned {tuned.spec} ({how}) on {tuned.pairs} pairs from {tuned.functions} Python functions; "
+        f"tuned {tuned.spec}{fitted} ({how}) on {tuned.pairs} pairs from {tuned.functions} Python functions; "
         f"re-embedded {tuned.reembedded} nodes; {tuned.seconds / 60:.1f} min"
     )

@@ -51,10 +51,10 @@ def _openai_compat(model: str, _cache_dir: Path) -> Embedder:
     return OpenAICompatEmbedder(model)
 
 
-def _static(_: str, cache_dir: Path) -> Embedder:
+def _static(key: str, cache_dir: Path) -> Embedder:
     from pkg.embedders.static import StaticEmbedder
 
-    return StaticEmbedder(cache_dir / "models")
+    return StaticEmbedder(cache_dir / "models", key or None)
 
 
 @dataclass(frozen=True)
@@ -70,12 +70,16 @@ class EmbedderKind:
     cached: bool = True
 
 
+FAST_PROFILE = "static"  # the fast profile's kind: `static`, or `static:<key>` once `pkg tune` fitted it
 EMBEDDER_KINDS: dict[str, EmbedderKind] = {
     "minilm": EmbedderKind("", "default, offline", _minilm),
     # Not cached: building 100k functions, the cache's lookups and writes took 60% of the embedding
     # stage and the static model 33% (py-spy), and its file would have held 0.7 GB of vectors.
-    "static": EmbedderKind(
-        "", "fast profile: static vectors from MiniLM, ~100x faster, lower recall", _static, cached=False
+    FAST_PROFILE: EmbedderKind(
+        "[:KEY]",
+        "fast profile: static vectors from MiniLM, ~100x faster, lower recall (with a key: fitted by `pkg tune`)",
+        _static,
+        cached=False,
     ),
     "st": EmbedderKind(":NAME_OR_PATH", "any sentence-transformers model", _sentence_transformer),
     "tuned": EmbedderKind(":KEY", "MiniLM tuned on a corpus by `pkg tune`, kept in the cache's models", _tuned),
@@ -89,6 +93,7 @@ SPEC_HELP = ", ".join(f"{kind}{entry.argument} ({entry.summary})" for kind, entr
 
 __all__ = [
     "DEFAULT_SPEC",
+    "FAST_PROFILE",
     "EMBEDDER_KINDS",
     "SPEC_HELP",
     "CachedEmbedder",

@@ -35,6 +35,8 @@ MIN_SUMMARY_WORDS = 3  # CodeSearchNet's filter: shorter summaries say too littl
 MIN_CODE_LINES = 3  # the def line and at least two lines of body left once the docstring is gone
 #: The training recipe's version, hashed into the key: a model trained by another recipe from the same pairs
 #: and settings is another model (and the embedding cache keeps vectors by the key).
+#: Texts a fast profile's table is fitted on at most: the tuned model embeds each of them.
+FIT_TEXTS = 20_000
 RECIPE = 4  # 2: hard negatives, batches without a repeated text; 3: hard negatives in the batch, frozen layers;
 # 4: batches of like length
 WARMUP_SHARE = 0.1  # of the training steps, the learning rate rising linearly (sentence-transformers' examples)
@@ -132,6 +134,19 @@ def mine_pairs(
         replace(pair, negative=_negative(pair, codes_by_file[path], pairs, draw, words))
         for pair, path in zip(pairs, files)
     ]
+
+
+def fit_texts(
+    functions: Iterable[tuple[str, str]], pairs: Sequence[Pair], exclude: Sequence[str] = (), seed: int = 0
+) -> list[str]:
+    """The texts a fast profile's table is fitted on (pkg.embedders.static): the functions' search texts,
+    given as (file path, text), outside files matching a glob of `exclude`, then the pairs' summaries (the
+    kind of text a query is), each once; at most FIT_TEXTS of them, a sample drawn with the seed."""
+    kept = [text for path, text in functions if not any(fnmatch.fnmatchcase(path, glob) for glob in exclude)]
+    texts = list(dict.fromkeys([*kept, *(pair.query for pair in pairs)]))
+    if len(texts) > FIT_TEXTS:
+        texts = [texts[i] for i in sorted(random.Random(seed).sample(range(len(texts)), FIT_TEXTS))]
+    return texts
 
 
 def _negative(
