@@ -35,10 +35,10 @@ MIN_SUMMARY_WORDS = 3  # CodeSearchNet's filter: shorter summaries say too littl
 MIN_CODE_LINES = 3  # the def line and at least two lines of body left once the docstring is gone
 #: The training recipe's version, hashed into the key: a model trained by another recipe from the same pairs
 #: and settings is another model (and the embedding cache keeps vectors by the key).
-#: Texts a fast profile's table is fitted on at most: the tuned model embeds each of them.
-FIT_TEXTS = 20_000
 RECIPE = 4  # 2: hard negatives, batches without a repeated text; 3: hard negatives in the batch, frozen layers;
 # 4: batches of like length
+#: Texts a fast profile's table is fitted on at most: the tuned model embeds each of them.
+FIT_TEXTS = 20_000
 WARMUP_SHARE = 0.1  # of the training steps, the learning rate rising linearly (sentence-transformers' examples)
 #: Batches' worth of examples sorted by length together before they are cut into batches (as transformers'
 #: LengthGroupedSampler does): a batch pads its texts to its longest, and a function has 100 tokens on
