@@ -234,31 +234,34 @@ class KnowledgeBase:
         stored = self.store.embedder_info()
         if stored is None:
             raise StoreError("the database is empty; run `pkg build` first")
-        functions = [r for r in self.store.label_records(Label.IMPL) if isinstance(r, ImplNode) and r.lang == "python"]
+        records = [r for r in self.store.label_records(Label.IMPL) if isinstance(r, ImplNode)]
+        functions = [r for r in records if r.lang == "python"]
         settings = settings or TuneSettings()
         pairs = mine_pairs(((f.source, f.text) for f in functions), exclude, settings.max_pairs, settings.seed)
         key, trained = tune(pairs, settings, self.cache_dir / "models", show_progress)
         spec, fitted = f"tuned:{key}", 0
-        if stored.name == FAST_PROFILE or stored.name.startswith(f"{FAST_PROFILE}:"):
-            spec, fitted = self._fit_fast_profile(spec, pairs, exclude, settings.seed, progress)
+        if stored.name.partition(":")[0] == FAST_PROFILE:
+            spec, fitted = self._fit_fast_profile(spec, records, pairs, exclude, settings.seed, progress)
         self._embedder_choice, self._embedder = spec, make_embedder(spec, self.cache_dir)
         reembedded = 0 if stored.name == spec else reembed(self.store, self._embedder, progress)
         elapsed = time.perf_counter() - started
         return Tuned(spec, len(functions), len(pairs), trained, reembedded, elapsed, fitted)
 
     def _fit_fast_profile(
-        self, teacher: str, pairs: Sequence[Pair], exclude: Sequence[str], seed: int, progress: Progress
+        self,
+        teacher: str,
+        records: Sequence[ImplNode],
+        pairs: Sequence[Pair],
+        exclude: Sequence[str],
+        seed: int,
+        progress: Progress,
     ) -> tuple[str, int]:
         """A database of the fast profile stays fast: a static table fitted to the tuned model's vectors of
-        the PKG's functions and the pairs' summaries (pkg.embedders.static); its spec, and the texts."""
+        the PKG's functions (`records`) and the pairs' summaries (pkg.embedders.static); its spec, and the texts."""
         from pkg.code.search_text import embedded_text  # noqa: PLC0415  # a cold query needs neither
         from pkg.indexing import fast_profile_fitted  # noqa: PLC0415
 
-        functions = [
-            (r.source, embedded_text(Label.IMPL, r.text, r.lang))
-            for r in self.store.label_records(Label.IMPL)
-            if isinstance(r, ImplNode)
-        ]
+        functions = [(r.source, embedded_text(Label.IMPL, r.text, r.lang)) for r in records]
         texts = fit_texts(functions, pairs, exclude, seed)
         teacher_model = make_embedder(teacher, self.cache_dir)
         spec, _ = fast_profile_fitted(texts, teacher_model, self.cache_dir / "models", progress)

@@ -116,7 +116,7 @@ def mine_pairs(
     codes_by_file: dict[str, list[str]] = {}
     seen: set[str] = set()
     for path, source in functions:
-        if any(fnmatch.fnmatchcase(path, pattern) for pattern in exclude):
+        if excluded(path, exclude):
             continue
         pair = docstring_pair(source)
         codes_by_file.setdefault(path, []).append(pair.code if pair else source)
@@ -136,13 +136,18 @@ def mine_pairs(
     ]
 
 
+def excluded(path: str, exclude: Sequence[str]) -> bool:
+    """Whether a file matches one of the `--exclude` globs."""
+    return any(fnmatch.fnmatchcase(path, glob) for glob in exclude)
+
+
 def fit_texts(
     functions: Iterable[tuple[str, str]], pairs: Sequence[Pair], exclude: Sequence[str] = (), seed: int = 0
 ) -> list[str]:
     """The texts a fast profile's table is fitted on (pkg.embedders.static): the functions' search texts,
     given as (file path, text), outside files matching a glob of `exclude`, then the pairs' summaries (the
     kind of text a query is), each once; at most FIT_TEXTS of them, a sample drawn with the seed."""
-    kept = [text for path, text in functions if not any(fnmatch.fnmatchcase(path, glob) for glob in exclude)]
+    kept = [text for path, text in functions if not excluded(path, exclude)]
     texts = list(dict.fromkeys([*kept, *(pair.query for pair in pairs)]))
     if len(texts) > FIT_TEXTS:
         texts = [texts[i] for i in sorted(random.Random(seed).sample(range(len(texts)), FIT_TEXTS))]
