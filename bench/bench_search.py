@@ -12,20 +12,23 @@ corpus sizes answer the same queries. A query is kept where, as in CodeSearchNet
 (the docstring's first paragraph) has at least three words, the function at least three lines of code
 and a name that is neither a test nor a dunder method, and no other function of the corpus has that
 summary or the function's file and qualified name. A query is answered at rank r when the r-th result
-of a mode is the function (for block mode: a block inside it). Modes func and hybrid (unit func) per
+of a mode is the function (for block mode: a block inside it). Modes func, hybrid (unit func, the
+default score fusion with the name bonus) and hybrid-rrf (the hybrid before it: weighted RRF) per
 embedder, block with --with-blocks (blocks are otherwise left out of the build: three quarters of its
-texts); bm25-func once. No pruning: it changes no ranking. Builds embed each function led by its name
-in words (pkg.code.search_text; its docstring, the other part it leads with, is removed here); --name-words
-measured that lever before builds applied it: each function's name split into words as a comment first
-in its body; with --with-blocks, block mode's
-levers: --min-block-lines leaves out shorter blocks, --block-header puts the enclosing function's
-signature on top of each block's text. --tune adds `pkg tune`'s model as an embedder, tuned on the pairs
+texts); bm25-func once. No pruning: it changes no ranking. --split dev asks the queries of the training
+packages instead, where settings of a lever are chosen before the held-out queries measure it. Builds
+embed each function led by its name in words (pkg.code.search_text; its docstring, the other part it
+leads with, is removed here); --name-words measured that lever before builds applied it: each function's
+name split into words as a comment first in its body; with --with-blocks, block mode's levers:
+--min-block-lines leaves out shorter blocks, --block-header puts the enclosing function's signature on
+top of each block's text. --tune adds `pkg tune`'s model as an embedder, tuned on the pairs
 of the corpus's training packages (the held-out ones excluded), with its cost (pairs, minutes) beside its
 scores; with the fast profile (`static`) among the embedders, also the table `pkg tune` fits for a
 database of the fast profile (`static:KEY`, fitted to the tuned model's vectors of the training packages'
 functions and the pairs' summaries), with its cost.
 
-    python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--with-blocks
+    python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--split dev]
+        [--with-blocks
         [--min-block-lines N] [--block-header]] [--name-words] [--tune [--tune-pairs 20000] [--tune-epochs 1]
         [--tune-max-tokens 128] [--tune-learning-rate 1e-4] [--tune-no-hard-negatives]
         [--tune-frozen-layers N]]
@@ -61,13 +64,25 @@ from pkg.indexing import fast_profile_fitted, index_corpus, search_text  # noqa:
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
 from pkg.stores import open_store  # noqa: E402
 from pkg.stores.base import GraphStore  # noqa: E402
+from retrieval.fusion import Fusion  # noqa: E402
 from retrieval.lexical import refresh_indexes  # noqa: E402
 from retrieval.search import Options  # noqa: E402
 from retrieval.tokenize import code_tokens  # noqa: E402
 
 K = 10
 HELD_OUT_EVERY = 3  # a package is held out when its name's hash is 0 modulo this
-MODES = ("func", "hybrid")
+#: What is measured, by the name results report: a retrieval mode and its options (no pruning: it changes
+#: no ranking). "hybrid" is the default (score fusion with the name bonus); "hybrid-rrf" the hybrid
+#: before it (weighted RRF), the lever's baseline.
+NO_PRUNING = Options(with_pruning=False, hybrid_unit="func")
+VARIANTS: dict[str, tuple[str, Options]] = {
+    "func": ("func", NO_PRUNING),
+    "hybrid": ("hybrid", NO_PRUNING),
+    "hybrid-rrf": ("hybrid", replace(NO_PRUNING, fusion=Fusion.RRF)),
+    "block": ("block", NO_PRUNING),
+    "bm25-func": ("bm25-func", NO_PRUNING),
+}
+MODES = ("func", "hybrid", "hybrid-rrf")
 LEXICAL_MODES = ("bm25-func",)
 
 
@@ -215,15 +230,15 @@ def make_corpus(
     return found, total
 
 
-def choose_queries(functions: list[Function], within: int, count: int) -> list[Function]:
-    """Up to `count` queries from held-out packages among the first `within` functions, evenly spread,
-    filtered as CodeSearchNet filters (see the module's docstring)."""
+def choose_queries(functions: list[Function], within: int, count: int, dev: bool = False) -> list[Function]:
+    """Up to `count` queries from held-out packages (with `dev`, from the others) among the first
+    `within` functions, evenly spread, filtered as CodeSearchNet filters (see the module's docstring)."""
     summaries = Counter(f.summary.lower() for f in functions)
     names = Counter((f.path, f.qualname) for f in functions)
     candidates = [
         f
         for f in functions[:within]
-        if held_out(f.package)
+        if held_out(f.package) != dev
         and len(f.summary.split()) >= 3
         and f.lines >= 3
         and "test" not in f.qualname.rsplit(".", 1)[-1].lower()
@@ -278,9 +293,9 @@ def build(kb: KnowledgeBase, store: GraphStore, corpus_dir: Path, levers: BlockL
     return refresh_indexes(store, kb.db_dir)["func"]
 
 
-def rank_of(kb: KnowledgeBase, query: Function, mode: str) -> int | None:
-    """The rank (from 1) of the query's function among the mode's first K results, or None."""
-    options = Options(with_pruning=False, hybrid_unit="func")
+def rank_of(kb: KnowledgeBase, query: Function, variant: str) -> int | None:
+    """The rank (from 1) of the query's function among the first K results of a VARIANTS entry, or None."""
+    mode, options = VARIANTS[variant]
     results = kb.query(query.summary, mode, K, options).results
     target = str(query.path)
     for rank, result in enumerate(results, start=1):
@@ -404,6 +419,13 @@ def main() -> None:
     parser.add_argument("--functions", type=int, default=5000, help="corpus size in functions")
     parser.add_argument("--query-functions", type=int, default=5000, help="queries come from these first functions")
     parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument(
+        "--split",
+        choices=("test", "dev"),
+        default="test",
+        help="queries from the held-out packages (test), or from the others (dev: where levers' settings are"
+        " chosen; a tuned model has trained on them)",
+    )
     parser.add_argument("--embedders", default="minilm,static", help="comma-separated embedder specs")
     parser.add_argument("--name-words", action="store_true", help="lever: each function's name in words first")
     parser.add_argument("--with-blocks", action="store_true", help="build blocks too and measure block mode")
@@ -427,7 +449,7 @@ def main() -> None:
         variant += f"-blocks-min{levers.min_lines}{'-header' if levers.header else ''}"
     started = time.perf_counter()
     functions, total = make_corpus(args.functions, corpus_dir, args.name_words)
-    queries = choose_queries(functions, args.query_functions, args.queries)
+    queries = choose_queries(functions, args.query_functions, args.queries, dev=args.split == "dev")
     packages = sorted({f.package for f in functions})
     print(f"{total} functions, {len(packages)} packages, {len(queries)} queries", file=sys.stderr, flush=True)
     runs: dict[str, dict] = {}
@@ -475,6 +497,7 @@ def main() -> None:
             "packages": len(packages),
             "held_out_packages": sum(held_out(p) for p in packages),
             "queries": len(queries),
+            "split": args.split,
             "query_packages": len({q.package for q in queries}),
             "query_functions": args.query_functions,
             "name_words": args.name_words,
@@ -485,11 +508,18 @@ def main() -> None:
         "lexical": lexical,
         # the issue's baseline: the packaged MiniLM's func mode
         "paired_with_minilm_func": paired_with(runs, ("minilm", "func")),
+        # the default settings (MiniLM's hybrid) against every other embedder and mode: the fast profile's target
+        "paired_with_minilm_hybrid": paired_with(runs, ("minilm", "hybrid")),
+        # the default hybrid (score fusion, name bonus) against the one before it, per embedder
+        "hybrid_paired_with_rrf": {
+            spec: paired(run["modes"]["hybrid"]["ranks"], run["modes"]["hybrid-rrf"]["ranks"])
+            for spec, run in runs.items()
+        },
         "queries_ranked": [f"{q.path.relative_to(corpus_dir)}:{q.qualname}" for q in queries],
         "seconds": round(time.perf_counter() - started, 1),
         "sample_queries": [{"query": q.summary, "function": q.qualname, "package": q.package} for q in queries[:10]],
     }
-    print(write_result(args.out, f"search-{variant}", result))
+    print(write_result(args.out, f"search-{variant}{'-dev' if args.split == 'dev' else ''}", result))
 
 
 if __name__ == "__main__":

@@ -510,8 +510,9 @@ class Tools:
     ) -> CallToolResult:
         """Search the Programming Knowledge Graph for code similar to a task or snippet. Returns the k best
         functions, blocks, corpus items, chunks or JSON leaves (by mode; default hybrid, BM25 and vectors
-        fused over functions), best first, each with its file, lines, score (cosine similarity, BM25, or the
-        fused rank score in hybrid) and code; with prune, irrelevant branches of retrieved functions are removed."""
+        fused over functions), best first, each with its file, lines, score (cosine similarity, BM25, or in
+        hybrid the fused score: BM25 and cosine scaled to 0-1 and averaged, plus 0.2 for a function the text
+        names) and code; with prune, irrelevant branches of retrieved functions are removed."""
         options = Options(with_pruning=prune, expand=expand, hybrid_unit=hybrid_unit, neighbour=neighbour)
         return await self._call(self._search, text, mode, k, max_tokens, options)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from pkg.config import BM25_DIR
@@ -9,37 +10,58 @@ from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import Label
 from pkg.stores.base import GraphStore
 from retrieval.bm25 import BM25Index
+from retrieval.names import function_document
 
 #: Lexical units and the label whose texts they index: the paper's "BM25" (whole rows) and
 #: "Func-BM25" (functions), and cAST chunks for hybrid retrieval.
 UNITS: dict[str, Label] = {"rows": Label.ROW, "func": Label.IMPL, "chunk": Label.CHUNK}
+#: Each unit's folder: functions are in "func-v2" since their documents lead with their names (the
+#: folder "func" of older builds, text alone, is left unread and removed at the next refresh).
+_FOLDERS = {"rows": "rows", "func": "func-v2", "chunk": "chunk"}
+_SUPERSEDED = ("func",)
 
 
 def index_dir(db_dir: Path, unit: str) -> Path:
     """Where the BM25 index of a unit lives."""
-    return db_dir / BM25_DIR / unit
+    return db_dir / BM25_DIR / _FOLDERS[unit]
 
 
 def refresh_indexes(store: GraphStore, db_dir: Path) -> dict[str, int]:
     """Rebuild the BM25 index of every unit from what the store now holds (an empty index when it
     holds none of the unit, so no older index outlives its nodes); returns document counts."""
-    sizes = {}
-    for unit, label in UNITS.items():
-        documents = store.texts(label)
-        BM25Index.build([doc for doc, _ in documents], [text for _, text in documents]).save(index_dir(db_dir, unit))
-        sizes[unit] = len(documents)
+    sizes = {unit: build_index(store, unit, db_dir) for unit in UNITS}
+    for folder in _SUPERSEDED:
+        shutil.rmtree(db_dir / BM25_DIR / folder, ignore_errors=True)
     return sizes
 
 
+def build_index(store: GraphStore, unit: str, db_dir: Path) -> int:
+    """Build and save the BM25 index of one unit from the store's texts (a function's led by its name,
+    `retrieval.names`); how many documents it holds."""
+    documents = store.texts(UNITS[unit])
+    ids = [doc for doc, _ in documents]
+    texts = [text for _, text in documents]
+    if unit == "func":
+        names = store.function_names(ids)
+        texts = [function_document(names.get(doc, ""), text) for doc, text in documents]
+    BM25Index.build(ids, texts).save(index_dir(db_dir, unit))
+    return len(ids)
+
+
 def open_index(store: GraphStore, db_dir: Path, unit: str) -> BM25Index:
-    """The BM25 index of a unit, checked against the store's node count (a stale index is refused)."""
+    """The BM25 index of a unit, checked against the store's node count (a stale index is refused). A
+    missing one is built from the store first when the store holds a built database (one built
+    before an index existed, or by an older PKG whose index had another form)."""
     try:
         index = BM25Index.load(index_dir(db_dir, unit))
     except StoreNotFoundError:
-        raise StoreNotFoundError(
-            f"no BM25 index of {unit} in {db_dir}; build the database with `pkg build` (its --db is where"
-            " the index lives)"
-        ) from None
+        if store.embedder_info() is None:
+            raise StoreNotFoundError(
+                f"no BM25 index of {unit} in {db_dir}; build the database with `pkg build` (its --db is where"
+                " the index lives)"
+            ) from None
+        build_index(store, unit, db_dir)
+        index = BM25Index.load(index_dir(db_dir, unit))
     expected = store.counts().nodes.get(UNITS[unit].value, 0)
     if len(index.ids) != expected:
         raise StoreError(

@@ -18,8 +18,9 @@ from pkg.graph import Label
 from pkg.schema import ChunkNode, PathValueNode, RowNode, expect
 from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
 from retrieval.expand import EXPAND_BUDGET, Expand, expansions
-from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT, reciprocal_rank_fusion
+from retrieval.fusion import FUSION_WEIGHTS, RRF_K, Fusion, reciprocal_rank_fusion, score_fusion
 from retrieval.lexical import UNITS, open_index
+from retrieval.names import NAME_BONUS, name_in_query, query_words
 from retrieval.prompt import ContextItem, augmented_prompt
 from retrieval.prune import prune
 
@@ -27,8 +28,9 @@ from retrieval.prune import prune
 QUERY_PATH = "<query>.py"
 #: The kind of a definition's result.
 DEFINITION = "DEFINITION"
-#: How many candidates each ranking contributes to a fusion, at least.
-FUSION_DEPTH = 50
+#: How many candidates each ranking contributes to a fusion, at least: score fusion normalises over
+#: them, so up to k = 10 a hit's fused score does not move with k.
+FUSION_DEPTH = 100
 #: With excluded sources, a ranking is first asked for this many times k hits, then this many times
 #: more each round until k survive the exclusion or the ranking runs out.
 OVERFETCH = 4
@@ -65,9 +67,11 @@ class Options:
     with_pruning: bool = True
     neighbour: str = Neighbour.NONE  # chunk hits: which adjacent chunk to add (a Neighbour)
     hybrid_unit: str = "func"  # what hybrid ranks: functions (pruned, as func), rows or chunks
-    sparse_weight: float = SPARSE_WEIGHT
-    dense_weight: float = DENSE_WEIGHT
+    fusion: str = Fusion.SCORES  # how hybrid fuses its rankings (a Fusion)
+    sparse_weight: float | None = None  # None: the fusion's own default (FUSION_WEIGHTS)
+    dense_weight: float | None = None
     rrf_k: int = RRF_K
+    name_bonus: float = NAME_BONUS  # score fusion over functions: added when the query names the function
     with_titles: bool = False  # json: prefix each leaf with the titles along its path
     exclude_sources: frozenset[str] = frozenset()  # every mode: drop nodes of these files (a node's `source`)
     expand: str = Expand.NONE  # code hits: add the signatures of their callees or callers (an Expand)
@@ -168,6 +172,8 @@ def retrieve(
     options = options or Options()
     if options.hybrid_unit not in UNITS:
         raise ConfigError(f"unknown hybrid unit {options.hybrid_unit!r}; use one of: {', '.join(UNITS)}")
+    if options.fusion not in set(Fusion):
+        raise ConfigError(f"unknown fusion {options.fusion!r}; use one of: {', '.join(Fusion)}")
     if options.expand not in set(Expand):
         raise ConfigError(f"unknown expansion {options.expand!r}; use one of: {', '.join(Expand)}")
     if options.neighbour not in set(Neighbour):
@@ -197,13 +203,31 @@ def _expanded(q: _Query, results: list[Result]) -> list[Result]:
 
 
 def _hybrid(q: _Query, k: int) -> list[Result]:
-    unit, depth = q.options.hybrid_unit, max(FUSION_DEPTH, 10 * k)
-    sparse = [doc for doc, _ in q.sparse(unit, depth)]
-    dense = [doc for doc, _ in q.dense(UNITS[unit], depth)]
-    fused = reciprocal_rank_fusion([sparse, dense], [q.options.sparse_weight, q.options.dense_weight], q.options.rrf_k)
+    unit, depth, fusion = q.options.hybrid_unit, max(FUSION_DEPTH, 10 * k), Fusion(q.options.fusion)
+    rankings = [q.sparse(unit, depth), q.dense(UNITS[unit], depth)]
+    default_sparse, default_dense = FUSION_WEIGHTS[fusion]
+    weights = [
+        default_sparse if q.options.sparse_weight is None else q.options.sparse_weight,
+        default_dense if q.options.dense_weight is None else q.options.dense_weight,
+    ]
+    if fusion is Fusion.RRF:
+        fused = reciprocal_rank_fusion([[doc for doc, _ in r] for r in rankings], weights, q.options.rrf_k)
+    else:
+        fused = score_fusion(rankings, weights)
+        if UNITS[unit] is Label.IMPL and q.options.name_bonus:
+            fused = _with_name_bonus(q, fused)
     if UNITS[unit] is Label.IMPL:
         return _code_results(q, _with_contexts(q, fused[:k]), prune_them=q.options.with_pruning)
     return _plain_results(q, fused[:k])
+
+
+def _with_name_bonus(q: _Query, fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The fused functions reordered with the name bonus added to those the query names (a stable sort:
+    ties keep the fusion's order)."""
+    names, words = q.store.function_names([doc for doc, _ in fused]), query_words(q.text)
+    bonus = q.options.name_bonus
+    lifted = [(doc, score + bonus if name_in_query(names.get(doc, ""), words) else score) for doc, score in fused]
+    return sorted(lifted, key=lambda item: -item[1])
 
 
 def _require_found(hits: Sequence[tuple[str, float]], found: Collection[str]) -> None:

@@ -15,10 +15,12 @@ from pkg.embedders import CachedEmbedder
 from pkg.errors import ConfigError, StoreError, StoreNotFoundError
 from pkg.graph import Label
 from pkg.stores.base import GraphStore
+from pkg.stores.embedded import EmbeddedStore
 from retrieval.bm25 import BM25Index
-from retrieval.fusion import reciprocal_rank_fusion
-from retrieval.lexical import open_index, refresh_indexes
-from retrieval.search import DEFAULT_MODE, Neighbour, Options, retrieve
+from retrieval.fusion import reciprocal_rank_fusion, score_fusion
+from retrieval.lexical import index_dir, open_index, refresh_indexes
+from retrieval.names import name_in_query, query_words
+from retrieval.search import DEFAULT_MODE, FUSION_DEPTH, Neighbour, Options, retrieve
 from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, STORE_KINDS, run_cli
 from tests.helpers import build, empty_store
 from tests.neo4j_server import wipe
@@ -86,14 +88,30 @@ def test_chunks_and_their_neighbours(built: Built) -> None:
     assert preceding.lines == (chunks[len(chunks) // 2 - 1].start_line, alone.lines[1])
 
 
-def test_hybrid_is_the_weighted_fusion_of_both_rankings(built: Built) -> None:
-    query = "push an item on the heap and pop the smallest"
-    for unit, label in (("func", Label.IMPL), ("chunk", Label.CHUNK), ("rows", Label.ROW)):
-        fused = built.ask(query, "hybrid", k=5, hybrid_unit=unit)
-        sparse = [doc for doc, _ in open_index(built.store, built.db_dir, unit).search(query, 50)]
-        dense = [h.id for h in built.store.search(label, built.embedder.embed_query(query), 50)]
-        expected = reciprocal_rank_fusion([sparse, dense], [0.2, 0.8], 60)[:5]
-        assert [(r.id, pytest.approx(s)) for r, (_, s) in zip(fused, expected)] == [(d, s) for d, s in expected]
+@pytest.mark.parametrize(("unit", "label"), [("func", Label.IMPL), ("chunk", Label.CHUNK), ("rows", Label.ROW)])
+def test_hybrid_is_the_weighted_fusion_of_both_rankings(built: Built, unit: str, label: Label) -> None:
+    """By default the sum of both rankings' scores scaled to 0-1, halved, and over functions 0.2 more for a
+    function the query names (here shlex's `split`, `shlex.split` ...); weighted RRF when asked."""
+    query = "split the string into tokens using shell-like syntax"
+    sparse = open_index(built.store, built.db_dir, unit).search(query, FUSION_DEPTH)
+    dense = [(h.id, h.score) for h in built.store.search(label, built.embedder.embed_query(query), FUSION_DEPTH)]
+    expected = score_fusion([sparse, dense], [0.5, 0.5])
+    if unit == "func":
+        names = built.store.function_names([doc for doc, _ in expected])
+        named = {doc for doc, _ in expected if name_in_query(names[doc], query_words(query))}
+        assert "split" in {names[doc] for doc in named}
+        expected = sorted(((d, s + 0.2 * (d in named)) for d, s in expected), key=lambda item: -item[1])
+    fused = built.ask(query, "hybrid", k=5, hybrid_unit=unit)
+    assert [(r.id, r.score) for r in fused] == [(d, pytest.approx(s)) for d, s in expected[:5]]
+    rrf = built.ask(query, "hybrid", k=5, hybrid_unit=unit, fusion="rrf")
+    expected_rrf = reciprocal_rank_fusion([[d for d, _ in sparse], [d for d, _ in dense]], [0.2, 0.8], 60)[:5]
+    assert [(r.id, r.score) for r in rrf] == [(d, pytest.approx(s)) for d, s in expected_rrf]
+
+
+def test_the_name_bonus_lifts_the_function_a_query_names(built: Built) -> None:
+    query = "quote a string for use in a shell command line"
+    assert [r.name for r in built.ask(query, "hybrid", k=2)] == ["quote", "join"]
+    assert [r.name for r in built.ask(query, "hybrid", k=2, name_bonus=0.0)] == ["join", "quote"]
 
 
 def test_hybrid_recovers_what_one_ranking_misses(built: Built) -> None:
@@ -104,11 +122,21 @@ def test_hybrid_recovers_what_one_ranking_misses(built: Built) -> None:
     assert any(name.startswith(("TextWrapper", "wrap", "fill")) for name in names)
 
 
-def test_stale_or_missing_indexes_are_refused(built: Built, tmp_path: Path) -> None:
-    with pytest.raises(StoreNotFoundError, match="no BM25 index of rows"):
-        retrieve(built.store, built.embedder, "x", "bm25-rows", db_dir=tmp_path)
+def test_a_missing_index_is_built_from_the_store(built: Built, tmp_path: Path) -> None:
+    """As for a database built by an older PKG, whose function index had another form and folder."""
+    answer = retrieve(built.store, None, "shlex split posix quotes", "bm25-rows", k=1, db_dir=tmp_path)
+    assert answer.results[0].path == str(STDLIB / "shlex.py")
+    assert (tmp_path / "bm25" / "rows").is_dir() and not (tmp_path / "bm25" / "func-v2").exists()
+    (tmp_path / "bm25" / "func").mkdir()  # what an older build left: removed at the next refresh
+    refresh_indexes(built.store, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "bm25").iterdir()) == ["chunk", "func-v2", "rows"]
+    with EmbeddedStore(tmp_path / "empty", create=True) as empty, pytest.raises(StoreNotFoundError, match="no BM25"):
+        retrieve(empty, None, "x", "bm25-rows", db_dir=tmp_path / "empty")
+
+
+def test_stale_indexes_are_refused(built: Built, tmp_path: Path) -> None:
     index = open_index(built.store, built.db_dir, "func")
-    index.build(index.ids[:-1], ["x"] * (len(index.ids) - 1)).save(tmp_path / "bm25" / "func")
+    index.build(index.ids[:-1], ["x"] * (len(index.ids) - 1)).save(index_dir(tmp_path, "func"))
     with pytest.raises(StoreError, match="run `pkg build` again"):
         retrieve(built.store, built.embedder, "x", "bm25-func", db_dir=tmp_path)
     with pytest.raises(ConfigError, match="unknown hybrid unit"):
@@ -118,7 +146,7 @@ def test_stale_or_missing_indexes_are_refused(built: Built, tmp_path: Path) -> N
 def test_an_index_naming_replaced_nodes_is_refused(built: Built, tmp_path: Path) -> None:
     """As many documents as the store, but under ids it no longer holds (an interrupted build)."""
     ids, texts = zip(*built.store.texts(Label.IMPL))
-    BM25Index.build([f"replaced-{doc}" for doc in ids], texts).save(tmp_path / "bm25" / "func")
+    BM25Index.build([f"replaced-{doc}" for doc in ids], texts).save(index_dir(tmp_path, "func"))
     with pytest.raises(StoreError, match="not in the store .* run `pkg build` again"):
         retrieve(built.store, None, "heappush", "bm25-func", db_dir=tmp_path)
 

@@ -216,6 +216,17 @@ def test_impl_ids_follow_has_impl(corpus: Corpus) -> None:
     assert embedded == neo4j == {name_id: has_impl[name_id] for name_id in asked[:40]}
 
 
+def test_function_names_follow_has_impl_back_to_the_name(corpus: Corpus) -> None:
+    units = parse_corpus(STDLIB_SLICE).units
+    names = {n.id: n.props["name"] for unit in units for n in unit.nodes if n.label is Label.NAME}
+    impl_of = {e.src: e.dst for unit in units for e in unit.edges if e.type.value == "HAS_IMPL"}
+    expected = {impl_of[name_id]: name for name_id, name in names.items() if name_id in impl_of}
+    asked = [*sorted(expected)[:40], "no-such-id", next(iter(names))]  # a NAME id is no IMPL
+    embedded, neo4j = (corpus.stores[kind].function_names(asked) for kind in KINDS)
+    assert embedded == neo4j == {impl_id: expected[impl_id] for impl_id in asked[:40]}
+    assert any("." in name for name in embedded.values())  # methods by their qualified names
+
+
 @pytest.mark.parametrize("label", [Label.IMPL, Label.BLOCK])
 def test_nearest_contexts_are_search_then_contexts(
     corpus: Corpus, text_queries: list[tuple[str, np.ndarray]], label: Label

@@ -21,7 +21,7 @@ from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
 from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach, context_prompt
 from retrieval.expand import EXPAND_BUDGET, Expand
-from retrieval.fusion import DENSE_WEIGHT, RRF_K, SPARSE_WEIGHT
+from retrieval.fusion import FUSION_WEIGHTS, RRF_K, Fusion
 from retrieval.lexical import UNITS
 from retrieval.search import DEFAULT_MODE, MODES, Neighbour, Options
 
@@ -268,9 +268,34 @@ def _structurer(spec: str, cache_dir: Path) -> Any:
     show_default=True,
     help="What hybrid retrieves: rows, func or chunk.",
 )
-@click.option("--sparse-weight", type=float, default=SPARSE_WEIGHT, show_default=True, help="Hybrid: BM25 weight.")
-@click.option("--dense-weight", type=float, default=DENSE_WEIGHT, show_default=True, help="Hybrid: vector weight.")
-@click.option("--rrf-k", type=click.IntRange(min=1), default=RRF_K, show_default=True, help="Hybrid: RRF constant.")
+@click.option(
+    "--fusion",
+    type=click.Choice([f.value for f in Fusion]),
+    default=Fusion(Options.fusion).value,
+    show_default=True,
+    help="Hybrid: how the BM25 and vector rankings combine. scores: a weighted sum of each ranking's scores"
+    " scaled to 0-1, plus --name-bonus for a function the query names; rrf: weighted reciprocal rank fusion.",
+)
+@click.option(
+    "--sparse-weight",
+    type=float,
+    help=f"Hybrid: BM25 weight.  [default: {FUSION_WEIGHTS[Fusion.SCORES][0]} with scores,"
+    f" {FUSION_WEIGHTS[Fusion.RRF][0]} with rrf]",
+)
+@click.option(
+    "--dense-weight",
+    type=float,
+    help=f"Hybrid: vector weight.  [default: {FUSION_WEIGHTS[Fusion.SCORES][1]} with scores,"
+    f" {FUSION_WEIGHTS[Fusion.RRF][1]} with rrf]",
+)
+@click.option("--rrf-k", type=click.IntRange(min=1), default=RRF_K, show_default=True, help="Hybrid, rrf: its k.")
+@click.option(
+    "--name-bonus",
+    type=click.FloatRange(min=0),
+    default=Options.name_bonus,
+    show_default=True,
+    help="Hybrid over functions, scores: added to a function whose name's words (stemmed) all occur in the query.",
+)
 @click.option("--with-titles", is_flag=True, help="json: prefix each leaf with the titles along its path.")
 @click.option(
     "--expand",
@@ -301,9 +326,11 @@ def query(
     no_prune: bool,
     neighbour: str,
     hybrid_unit: str,
-    sparse_weight: float,
-    dense_weight: float,
+    fusion: str,
+    sparse_weight: float | None,
+    dense_weight: float | None,
     rrf_k: int,
+    name_bonus: float,
     with_titles: bool,
     expand: str,
     expand_budget: int,
@@ -318,9 +345,11 @@ def query(
         with_pruning=not no_prune,
         neighbour=Neighbour(neighbour),
         hybrid_unit=hybrid_unit,
+        fusion=fusion,
         sparse_weight=sparse_weight,
         dense_weight=dense_weight,
         rrf_k=rrf_k,
+        name_bonus=name_bonus,
         with_titles=with_titles,
         expand=expand,
         expand_budget=expand_budget,

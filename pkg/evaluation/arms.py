@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pkg.errors import ConfigError
 from pkg.knowledge_base import KnowledgeBase
 from rerank.policies import DEFAULT_POLICY, POLICIES
+from retrieval.fusion import Fusion
 from retrieval.search import Mode, Options
 
 
@@ -32,11 +33,12 @@ GENERATING: dict[str, Arm] = {
         Arm("func-pkg", Mode.FUNC, description="PKG functions by vector, pruned"),
         Arm("block-pkg", Mode.BLOCK, description="PKG blocks by vector, pruned"),
         Arm("json-pkg", Mode.JSON, Options(with_titles=True), description="tutorial leaves, titles along the path"),
-        # unpruned, as its committed runs were made (pkg query's hybrid prunes since it became the default mode)
+        # unpruned and by RRF, as its committed runs were made (pkg query's hybrid prunes since it became the
+        # default mode, and fuses scores since that ranked better on bench_search)
         Arm(
             "hybrid",
             Mode.HYBRID,
-            Options(hybrid_unit="func", with_pruning=False),
+            Options(hybrid_unit="func", with_pruning=False, fusion=Fusion.RRF),
             description="BM25 + vector over functions, RRF",
         ),
         Arm("chunk", Mode.CHUNK, description="cAST chunks by vector"),

@@ -142,6 +142,10 @@ class GraphStore(ABC):
         """The IMPL id of each of these NAME nodes, by NAME id (unknown ids are left out)."""
 
     @abstractmethod
+    def function_names(self, impl_ids: Sequence[str]) -> dict[str, str]:
+        """The qualified name of each IMPL node's function, by IMPL id (unknown ids are left out)."""
+
+    @abstractmethod
     def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
         """Nodes of any label as their typed records, in the order of ids (unknown ids are skipped)."""
 

@@ -333,6 +333,17 @@ class EmbeddedStore(GraphStore):
             found.update(self._db.execute(statement, [Rel.HAS_IMPL.value, *chunk]))
         return found
 
+    def function_names(self, impl_ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for start in range(0, len(impl_ids), _CHUNK):
+            chunk = list(impl_ids[start : start + _CHUNK])
+            statement = (
+                "SELECT e.dst, json_extract(n.props, '$.name') FROM edges e JOIN nodes n ON n.id = e.src"
+                f" WHERE e.type = ? AND e.dst IN ({','.join('?' * len(chunk))})"
+            )
+            found.update(self._db.execute(statement, [Rel.HAS_IMPL.value, *chunk]))
+        return found
+
     def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
         found = self._records(ids)
         return [found[i] for i in ids if i in found]

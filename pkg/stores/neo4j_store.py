@@ -281,6 +281,11 @@ class Neo4jStore(GraphStore):
             return {}
         return {r["name_id"]: r["impl_id"] for r in self._run("impl_ids", ids=list(name_ids))}
 
+    def function_names(self, impl_ids: Sequence[str]) -> dict[str, str]:
+        if not impl_ids:
+            return {}
+        return {r["impl_id"]: r["name"] for r in self._run("function_names", ids=list(impl_ids))}
+
     def nodes(self, ids: Sequence[str]) -> list[NodeRecord]:
         if not ids:
             return []
