@@ -8,6 +8,7 @@ from pathlib import Path
 from pkg.config import BM25_DIR
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import Label
+from pkg.schema import ImplNode, expect
 from pkg.stores.base import GraphStore
 from retrieval.bm25 import BM25Index
 from retrieval.names import function_document
@@ -36,16 +37,16 @@ def refresh_indexes(store: GraphStore, db_dir: Path) -> dict[str, int]:
 
 
 def build_index(store: GraphStore, unit: str, db_dir: Path) -> int:
-    """Build and save the BM25 index of one unit from the store's texts (a function's led by its name,
-    `retrieval.names`); how many documents it holds."""
-    documents = store.texts(UNITS[unit])
-    ids = [doc for doc, _ in documents]
-    texts = [text for _, text in documents]
+    """Build and save the BM25 index of one unit from the store's texts (a function's led by its name and
+    place, `retrieval.names.function_document`); how many documents it holds."""
     if unit == "func":
-        names = store.function_names(ids)
-        texts = [function_document(names.get(doc, ""), text) for doc, text in documents]
-    BM25Index.build(ids, texts).save(index_dir(db_dir, unit))
-    return len(ids)
+        functions = [expect(record, ImplNode) for record in store.label_records(Label.IMPL)]
+        names = store.function_names([f.id for f in functions])
+        documents = [(f.id, function_document(names.get(f.id, ""), f.source, f.text)) for f in functions]
+    else:
+        documents = store.texts(UNITS[unit])
+    BM25Index.build([doc for doc, _ in documents], [text for _, text in documents]).save(index_dir(db_dir, unit))
+    return len(documents)
 
 
 def open_index(store: GraphStore, db_dir: Path, unit: str) -> BM25Index:

@@ -3,15 +3,17 @@ lifts a function whose name the query spells out ("split a shell command line" n
 
 Both were chosen on bench_search's dev queries (docstring summaries of the packages outside its
 held-out third; MiniLM), then measured on the held-out ones (bench/results, README): the name read four
-times (its definition's own and three more) against once, and a bonus of 0.2 on fused scores in [0, 1]
-against none, with the name's words matched after English stemming (`parse_set` for "Parses a character
-set.") rather than as written.
+times (its definition's own and three more) against once, then its class and its file's folder and
+module (safetensors' `flax.load` for "Loads a safetensors file into flax format") against neither, and a
+bonus of 0.2 on fused scores in [0, 1] against none, with the name's words matched after English
+stemming (`parse_set` for "Parses a character set.") rather than as written.
 """
 
 from __future__ import annotations
 
 import threading
 from functools import lru_cache
+from pathlib import PurePath
 
 import snowballstemmer
 
@@ -29,9 +31,19 @@ def short_name(qualified: str) -> str:
     return qualified.rsplit(".", 1)[-1]
 
 
-def function_document(name: str, text: str) -> str:
-    """A function's BM25 document: its short name NAME_REPEATS times, then its text."""
-    return "\n".join([short_name(name)] * NAME_REPEATS + [text])
+def function_document(name: str, source: str, text: str) -> str:
+    """A function's BM25 document: its short name NAME_REPEATS times, the names that qualify it (its
+    class, an enclosing function), its file's folder and module (`file_words`), then its text."""
+    qualifiers = [part for part in name.split(".")[:-1] if part != "<locals>"]
+    return "\n".join([short_name(name)] * NAME_REPEATS + qualifiers + file_words(source) + [text])
+
+
+def file_words(source: str) -> list[str]:
+    """The last folder and the module of a file (`.../safetensors/flax.py` -> safetensors, flax); a
+    package's `__init__` stands for its folder (`.../_logs/_internal/__init__.py` -> _logs, _internal)."""
+    path = PurePath(source)
+    parts = [*path.parent.parts, *([path.stem] if path.stem != "__init__" else [])]
+    return parts[-2:]
 
 
 def query_words(query: str) -> frozenset[str]:

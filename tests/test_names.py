@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.names import NAME_REPEATS, function_document, name_in_query, query_words, short_name
+from retrieval.names import NAME_REPEATS, file_words, function_document, name_in_query, query_words, short_name
 from retrieval.tokenize import code_tokens
 
 
-def test_a_function_document_leads_with_its_short_name() -> None:
-    text = "def split(s):\n    return s.split()\n"
-    document = function_document("shlex.split", text)
-    assert document == "split\nsplit\nsplit\n" + text
-    assert code_tokens(document).count("split") == NAME_REPEATS + 2
+def test_a_function_document_leads_with_its_short_name_then_its_class_and_file() -> None:
+    text = "def read_token(self):\n    return self.token\n"
+    document = function_document("shlex.read_token", "/usr/lib/python3.11/shlex.py", text)
+    assert document == "read_token\nread_token\nread_token\nshlex\npython3.11\nshlex\n" + text
+    assert code_tokens(document).count("read_token") == NAME_REPEATS + 1
+    nested = function_document("Outer.run.<locals>.step", "src/pkg/jobs/__init__.py", "def step(): ...")
+    assert nested.split("\n")[3:-1] == ["Outer", "run", "pkg", "jobs"]
     assert short_name("indent.<locals>.prefixed_lines") == "prefixed_lines"
+
+
+def test_a_files_words_are_its_folder_and_module() -> None:
+    assert file_words("/site-packages/safetensors/flax.py") == ["safetensors", "flax"]
+    assert file_words("/site-packages/opentelemetry/_logs/_internal/__init__.py") == ["_logs", "_internal"]
+    assert file_words("main.go") == ["main"]
 
 
 @pytest.mark.parametrize(
