@@ -16,8 +16,8 @@ from retrieval.names import function_document
 #: Lexical units and the label whose texts they index: the paper's "BM25" (whole rows) and
 #: "Func-BM25" (functions), and cAST chunks for hybrid retrieval.
 UNITS: dict[str, Label] = {"rows": Label.ROW, "func": Label.IMPL, "chunk": Label.CHUNK}
-#: Each unit's folder: functions are in "func-v2" since their documents lead with their names (the
-#: folder "func" of older builds, text alone, is left unread and removed at the next refresh).
+#: Each unit's folder: functions are in "func-v2" since their documents lead with their names and places
+#: (the folder "func" of older builds, text alone, is left unread and removed at the next refresh).
 _FOLDERS = {"rows": "rows", "func": "func-v2", "chunk": "chunk"}
 _SUPERSEDED = ("func",)
 

@@ -47,7 +47,7 @@ def file_words(source: str) -> list[str]:
 
 
 def query_words(query: str) -> frozenset[str]:
-    """The stemmed code tokens of a query, which `names_in_query` compares names with."""
+    """The stemmed code tokens of a query, which `name_in_query` compares names with."""
     return frozenset(_stem(token) for token in code_tokens(query))
 
 
