@@ -30,23 +30,24 @@ def index_dir(db_dir: Path, unit: str) -> Path:
 def refresh_indexes(store: GraphStore, db_dir: Path) -> dict[str, int]:
     """Rebuild the BM25 index of every unit from what the store now holds (an empty index when it
     holds none of the unit, so no older index outlives its nodes); returns document counts."""
-    sizes = {unit: build_index(store, unit, db_dir) for unit in UNITS}
+    sizes = {unit: len(build_index(store, unit, db_dir).ids) for unit in UNITS}
     for folder in _SUPERSEDED:
         shutil.rmtree(db_dir / BM25_DIR / folder, ignore_errors=True)
     return sizes
 
 
-def build_index(store: GraphStore, unit: str, db_dir: Path) -> int:
+def build_index(store: GraphStore, unit: str, db_dir: Path) -> BM25Index:
     """Build and save the BM25 index of one unit from the store's texts (a function's led by its name and
-    place, `retrieval.names.function_document`); how many documents it holds."""
+    place, `retrieval.names.function_document`), and return it."""
     if unit == "func":
         functions = [expect(record, ImplNode) for record in store.label_records(Label.IMPL)]
         names = store.function_names([f.id for f in functions])
         documents = [(f.id, function_document(names.get(f.id, ""), f.source, f.text)) for f in functions]
     else:
         documents = store.texts(UNITS[unit])
-    BM25Index.build([doc for doc, _ in documents], [text for _, text in documents]).save(index_dir(db_dir, unit))
-    return len(documents)
+    index = BM25Index.build([doc for doc, _ in documents], [text for _, text in documents])
+    index.save(index_dir(db_dir, unit))
+    return index
 
 
 def open_index(store: GraphStore, db_dir: Path, unit: str) -> BM25Index:
@@ -61,8 +62,7 @@ def open_index(store: GraphStore, db_dir: Path, unit: str) -> BM25Index:
                 f"no BM25 index of {unit} in {db_dir}; build the database with `pkg build` (its --db is where"
                 " the index lives)"
             ) from None
-        build_index(store, unit, db_dir)
-        index = BM25Index.load(index_dir(db_dir, unit))
+        index = build_index(store, unit, db_dir)
     expected = store.counts().nodes.get(UNITS[unit].value, 0)
     if len(index.ids) != expected:
         raise StoreError(
