@@ -152,6 +152,7 @@ class Linker:
                     self.sites[callee.rpartition(".")[2]].append((parsed, caller, line, callee))
         self._sites_memo: dict[tuple[str, int, str], list[tuple[NameNode, str]]] = {}
         self._subclass_memo: dict[str, list[ClassNode]] = {}
+        self._callees_memo: dict[str, dict[str, set[str]]] = {}  # source -> caller id -> callee texts
         self._contents: dict[str, list[tuple[_File, str, str]]] | None = None  # class id -> what is put in
         self._element_memo: dict[str, list[Value]] = {}
         # What names resolve to, once the bases are known (a name is read at many sites: 15% of the
@@ -297,7 +298,8 @@ class Linker:
         head = self._self_alias(f, scope, head)
         if head in ("self", "cls") and own is not None and "." not in rest:
             found: list[tuple[NameNode | ClassNode, str]] = [(n, "self") for n in self._method(own, rest)]
-            found = self._dispatched(found, [(n, "override") for n in self._overrides(own, rest)])
+            overrides = self._reachable(own, scope, self._overrides(own, rest))
+            found = self._dispatched(found, [(n, "override") for n in overrides])
             if found or not rest:  # cls(): the class itself
                 return found or ([(own, "self")] if head == "cls" else [])
         if head == "super()" and rest and "." not in rest and own is not None:
@@ -363,11 +365,12 @@ class Linker:
         values, how = self._values(f, scope, receiver, line)
         # an instance of a declared type, or self, may be of a subclass whose property overrides
         # the attribute (click: ParamType.arity = 1, Tuple.arity a property)
-        subclassed = how == "annotation" or self._self_alias(f, scope, receiver) == "self"
+        on_self = self._self_alias(f, scope, receiver) == "self"
         found = []
         for k, cls in values:
             if k == "i" and isinstance(cls, ClassNode):
-                found += self._method(cls, attr) + (self._overrides(cls, attr) if subclassed else [])
+                overrides = self._overrides(cls, attr) if how == "annotation" or on_self else []
+                found += self._method(cls, attr) + (self._reachable(cls, scope, overrides) if on_self else overrides)
         typed = [(n, "property") for n in dict.fromkeys(found) if self._property_kind(n) == kind]
         if typed or values or not self._unknown(f, scope, receiver):
             return typed
@@ -668,6 +671,38 @@ class Linker:
     def _overrides(self, cls: ClassNode, name: str) -> list[NameNode]:
         """The methods of that name defined in the subclasses of a class, at any depth."""
         return [n for sub in self._descendants(cls) for n in self.functions.get((sub.source, f"{sub.name}.{name}"), [])]
+
+    def _reachable(self, own: ClassNode, scope: str, overrides: list[NameNode]) -> list[NameNode]:
+        """The overrides a call on `self` in `scope` (a method of `own`, or a function nested in one) can
+        run: `self` there is an instance of a subclass only where that subclass inherits the method from
+        `own`, or redefines it and calls it back (``super().m()``, ``Base.m(self)``). click's
+        ``ClickException.show`` never runs on a ``BadParameter``: ``UsageError`` redefines ``show``."""
+        method = scope[len(own.name) + 1 :].partition(".")[0]
+        if not scope.startswith(f"{own.name}.") or not method:
+            return overrides
+        kept = []
+        for override in overrides:
+            subclass = self.classes.get((override.source, override.name.rpartition(".")[0]), [])
+            runs = self._method(subclass[0], method) if subclass else []
+            if not runs or any(self._calls_back(n, own, method) for n in runs):
+                kept.append(override)
+        return kept
+
+    def _calls_back(self, function: NameNode, own: ClassNode, method: str) -> bool:
+        """Whether a method is own's `method` itself, or a redefinition of it that calls the one it overrides."""
+        if function.source == own.source and function.name == f"{own.name}.{method}":
+            return True
+        back = {f"super().{method}", f"{own.name.rpartition('.')[2]}.{method}"}
+        return not back.isdisjoint(self._callees(function))
+
+    def _callees(self, function: NameNode) -> set[str]:
+        """The texts a function calls (memoised per file: read only for the redefinitions `_reachable` meets)."""
+        if (by_caller := self._callees_memo.get(function.source)) is None:
+            by_caller = self._callees_memo[function.source] = defaultdict(set)
+            f = self.files.get(function.source)
+            for caller_id, _, callee in f.calls if f is not None else []:
+                by_caller[caller_id].add(callee)
+        return by_caller.get(function.id, set())
 
     def _descendants(self, cls: ClassNode) -> list[ClassNode]:
         """The subclasses of a class, at any depth, each once (memoised: a deep hierarchy is walked

@@ -487,6 +487,70 @@ def test_abstract_methods_give_way_to_overrides_and_reflection_reads_properties(
     }
 
 
+_REDEFINED = {
+    "errors.py": """\
+        class Error:
+            def show(self):
+                return self.message()
+
+            def hint(self):
+                return self.label
+
+            def message(self):
+                return "error"
+
+            @property
+            def label(self):
+                return "e"
+
+
+        class Usage(Error):
+            def show(self):
+                return "usage"
+
+            def hint(self):
+                return super().hint()
+
+
+        class Missing(Usage):
+            def message(self):
+                return "missing"
+
+            @property
+            def label(self):
+                return "m"
+
+
+        class Unknown(Error):
+            def message(self):
+                return "unknown"
+
+
+        class Silent(Error):
+            def hint(self):
+                return ""
+
+            @property
+            def label(self):
+                return "s"
+        """,
+}
+
+
+def test_a_call_on_self_reaches_only_the_subclasses_that_inherit_or_call_back_its_method(tmp_path: Path) -> None:
+    """`self` in Error.show is never a Missing (Usage redefines show without calling it back), so
+    Missing.message is no callee of Error.show, while Unknown.message is; Usage.hint calls super's, so
+    Missing's getter is read by Error.hint, and Silent's is not (Silent redefines hint). Without the rule
+    Missing.message and Silent.label would be callees."""
+    assert _calls_in(tmp_path, _REDEFINED) == {
+        ("Error.show", "Error.message", "self"),
+        ("Error.show", "Unknown.message", "override"),
+        ("Error.hint", "Error.label", "property"),
+        ("Error.hint", "Missing.label", "property"),
+        ("Usage.hint", "Error.hint", "super"),
+    }
+
+
 _CONTAINERS = {
     "params.py": """\
         import typing as t
