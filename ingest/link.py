@@ -152,7 +152,7 @@ class Linker:
                     self.sites[callee.rpartition(".")[2]].append((parsed, caller, line, callee))
         self._sites_memo: dict[tuple[str, int, str], list[tuple[NameNode, str]]] = {}
         self._subclass_memo: dict[str, list[ClassNode]] = {}
-        self._callees_memo: dict[str, dict[str, set[str]]] = {}  # source -> caller id -> callee texts
+        self._reads_memo: dict[str, dict[str, set[str]]] = {}  # source -> function id -> what it calls or reads
         self._contents: dict[str, list[tuple[_File, str, str]]] | None = None  # class id -> what is put in
         self._element_memo: dict[str, list[Value]] = {}
         # What names resolve to, once the bases are known (a name is read at many sites: 15% of the
@@ -693,15 +693,18 @@ class Linker:
         if function.source == own.source and function.name == f"{own.name}.{method}":
             return True
         back = {f"super().{method}", f"{own.name.rpartition('.')[2]}.{method}"}
-        return not back.isdisjoint(self._callees(function))
+        return not back.isdisjoint(self._called_or_read(function))
 
-    def _callees(self, function: NameNode) -> set[str]:
-        """The texts a function calls (memoised per file: read only for the redefinitions `_reachable` meets)."""
-        if (by_caller := self._callees_memo.get(function.source)) is None:
-            by_caller = self._callees_memo[function.source] = defaultdict(set)
+    def _called_or_read(self, function: NameNode) -> set[str]:
+        """The texts a function calls or reads as attributes (``super().label``: a property calls back
+        too), memoised per file: read only for the redefinitions `_reachable` meets."""
+        if (by_caller := self._reads_memo.get(function.source)) is None:
+            by_caller = self._reads_memo[function.source] = defaultdict(set)
             f = self.files.get(function.source)
-            for caller_id, _, callee in f.calls if f is not None else []:
-                by_caller[caller_id].add(callee)
+            for caller_id, _, text in f.calls if f is not None else []:
+                by_caller[caller_id].add(text)
+            for caller_id, _, text, _ in f.accesses if f is not None else []:
+                by_caller[caller_id].add(text)
         return by_caller.get(function.id, set())
 
     def _descendants(self, cls: ClassNode) -> list[ClassNode]:

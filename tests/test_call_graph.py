@@ -533,6 +533,24 @@ _REDEFINED = {
             @property
             def label(self):
                 return "s"
+
+
+        class Titled:
+            @property
+            def title(self):
+                return self.text()
+
+            def text(self):
+                return "t"
+
+
+        class Upper(Titled):
+            @property
+            def title(self):
+                return super().title.upper()
+
+            def text(self):
+                return "u"
         """,
 }
 
@@ -540,14 +558,18 @@ _REDEFINED = {
 def test_a_call_on_self_reaches_only_the_subclasses_that_inherit_or_call_back_its_method(tmp_path: Path) -> None:
     """`self` in Error.show is never a Missing (Usage redefines show without calling it back), so
     Missing.message is no callee of Error.show, while Unknown.message is; Usage.hint calls super's, so
-    Missing's getter is read by Error.hint, and Silent's is not (Silent redefines hint). Without the rule
-    Missing.message and Silent.label would be callees."""
+    Missing's getter is read by Error.hint, and Silent's is not (Silent redefines hint); Upper's title reads
+    super()'s, so Titled.title may run on an Upper. Without the rule Missing.message and Silent.label
+    would be callees."""
     assert _calls_in(tmp_path, _REDEFINED) == {
         ("Error.show", "Error.message", "self"),
         ("Error.show", "Unknown.message", "override"),
         ("Error.hint", "Error.label", "property"),
         ("Error.hint", "Missing.label", "property"),
         ("Usage.hint", "Error.hint", "super"),
+        ("Titled.title", "Titled.text", "self"),
+        ("Titled.title", "Upper.text", "override"),  # Upper's title reads super()'s
+        ("Upper.title", "Titled.title", "property"),
     }
 
 
