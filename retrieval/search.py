@@ -20,7 +20,7 @@ from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
 from retrieval.expand import EXPAND_BUDGET, Expand, expansions
 from retrieval.fusion import FUSION_WEIGHTS, RRF_K, Fusion, reciprocal_rank_fusion, score_fusion
 from retrieval.lexical import UNITS, open_index
-from retrieval.names import NAME_BONUS, name_in_query, query_words
+from retrieval.names import NAME_BONUS, name_in_query, name_leads_query, query_words
 from retrieval.prompt import ContextItem, augmented_prompt
 from retrieval.prune import prune
 
@@ -45,7 +45,7 @@ class Mode(StrEnum):
     BM25_FUNC = "bm25-func"  # the paper's Func-BM25 over functions
     BM25_CHUNK = "bm25-chunk"  # BM25 over cAST chunks, optionally with a neighbour
     DENSE_ROWS = "dense-rows"  # the paper's VoyageEmb arm: whole items by vector (any embedder)
-    HYBRID = "hybrid"  # BM25 and dense rankings of one unit fused by weighted RRF
+    HYBRID = "hybrid"  # BM25 and dense rankings of one unit fused (their scores summed, or by RRF)
     CHUNK = "chunk"  # cAST chunks by vector, optionally with a neighbour
     JSON = "json"  # JSON-PKG: PATHVALUE leaves of JSON documents and tutorials by vector
     DEFS = "defs"  # the definitions the query's code uses, from other files, as stubs
@@ -71,7 +71,8 @@ class Options:
     sparse_weight: float | None = None  # None: the fusion's own default (FUSION_WEIGHTS)
     dense_weight: float | None = None
     rrf_k: int = RRF_K
-    name_bonus: float = NAME_BONUS  # score fusion over functions: added when the query names the function
+    name_bonus: float = NAME_BONUS  # score fusion over functions: added when the query names the function,
+    # and once more when its first word is the name's first
     with_titles: bool = False  # json: prefix each leaf with the titles along its path
     exclude_sources: frozenset[str] = frozenset()  # every mode: drop nodes of these files (a node's `source`)
     expand: str = Expand.NONE  # code hits: add the signatures of their callees or callers (an Expand)
@@ -222,11 +223,15 @@ def _hybrid(q: _Query, k: int) -> list[Result]:
 
 
 def _with_name_bonus(q: _Query, fused: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """The fused functions reordered with the name bonus added to those the query names (a stable sort:
-    ties keep the fusion's order)."""
+    """The fused functions reordered with the name bonus added to those the query names, and again to
+    those it leads with (a stable sort: ties keep the fusion's order)."""
     names, words = q.store.function_names([doc for doc, _ in fused]), query_words(q.text)
-    bonus = q.options.name_bonus
-    lifted = [(doc, score + bonus if name_in_query(names.get(doc, ""), words) else score) for doc, score in fused]
+
+    def bonus(name: str) -> float:
+        times = name_in_query(name, words) + name_leads_query(name, q.text)
+        return times * q.options.name_bonus
+
+    lifted = [(doc, score + bonus(names.get(doc, ""))) for doc, score in fused]
     return sorted(lifted, key=lambda item: -item[1])
 
 
@@ -383,7 +388,7 @@ MODES: dict[str, ModeSpec] = {
         lambda q, k: _plain_results(q, q.dense(Label.ROW, k)),
     ),
     Mode.HYBRID.value: ModeSpec(
-        "BM25 and vector rankings fused by weighted RRF, of functions (pruned) unless the hybrid unit says otherwise",
+        "BM25 and vector rankings fused (see --fusion), of functions (pruned) unless the hybrid unit says otherwise",
         False,
         lambda q, k: _hybrid(q, k),
     ),

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.names import NAME_REPEATS, file_words, function_document, name_in_query, query_words, short_name
+from retrieval.names import (
+    NAME_REPEATS,
+    file_words,
+    function_document,
+    name_in_query,
+    name_leads_query,
+    query_words,
+    short_name,
+)
 from retrieval.tokenize import code_tokens
 
 
@@ -40,6 +48,30 @@ def test_a_files_words_are_its_folder_and_module() -> None:
 def test_a_query_names_a_function_when_it_holds_every_word_of_its_name(name: str, named: bool) -> None:
     words = query_words("split a shell command line into arguments, honouring quotes")
     assert name_in_query(name, words) is named
+
+
+@pytest.mark.parametrize(
+    ("name", "leads"),
+    [
+        ("split", True),
+        ("TextWrapper._split", True),  # its short name
+        ("HtmlDiff._split_line", True),  # named by the query, and its first word leads it
+        ("quote", False),  # named by the query, but not its first word
+        ("split_all", False),  # its first word leads the query, but "all" is not in it
+        ("line_split", False),
+        ("", False),
+    ],
+)
+def test_a_query_leads_with_a_name_it_names_when_its_first_word_is_the_names_first(name: str, leads: bool) -> None:
+    assert name_leads_query(name, "split a shell command line into arguments, honouring quotes") is leads
+
+
+def test_a_leading_name_is_compared_after_stemming() -> None:
+    assert name_leads_query("Parser.parse", "Parses a character set.")
+    assert name_leads_query("parse_set", "Parses a character set.")
+    assert not name_leads_query("parse", "")
+    assert name_leads_query("parse", "... parse it")  # punctuation is no word
+    assert not name_leads_query("parse", "Return what parse gives")
 
 
 def test_names_match_the_query_after_stemming_and_splitting() -> None:

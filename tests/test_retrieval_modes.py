@@ -19,7 +19,7 @@ from pkg.stores.embedded import EmbeddedStore
 from retrieval.bm25 import BM25Index
 from retrieval.fusion import reciprocal_rank_fusion, score_fusion
 from retrieval.lexical import index_dir, open_index, refresh_indexes
-from retrieval.names import name_in_query, query_words
+from retrieval.names import name_in_query, name_leads_query, query_words
 from retrieval.search import DEFAULT_MODE, FUSION_DEPTH, Neighbour, Options, retrieve
 from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, STORE_KINDS, run_cli
 from tests.helpers import build, empty_store
@@ -91,7 +91,8 @@ def test_chunks_and_their_neighbours(built: Built) -> None:
 @pytest.mark.parametrize(("unit", "label"), [("func", Label.IMPL), ("chunk", Label.CHUNK), ("rows", Label.ROW)])
 def test_hybrid_is_the_weighted_fusion_of_both_rankings(built: Built, unit: str, label: Label) -> None:
     """By default the sum of both rankings' scores scaled to 0-1, halved, and over functions 0.2 more for a
-    function the query names (here shlex's `split`, `shlex.split` ...); weighted RRF when asked."""
+    function the query names (here shlex's `split`, `shlex.split` ...), 0.2 more again for one it leads
+    with (`split`, `TextWrapper._split`); weighted RRF when asked."""
     query = "split the string into tokens using shell-like syntax"
     sparse = open_index(built.store, built.db_dir, unit).search(query, FUSION_DEPTH)
     dense = [(h.id, h.score) for h in built.store.search(label, built.embedder.embed_query(query), FUSION_DEPTH)]
@@ -99,8 +100,10 @@ def test_hybrid_is_the_weighted_fusion_of_both_rankings(built: Built, unit: str,
     if unit == "func":
         names = built.store.function_names([doc for doc, _ in expected])
         named = {doc for doc, _ in expected if name_in_query(names[doc], query_words(query))}
-        assert "split" in {names[doc] for doc in named}
-        expected = sorted(((d, s + 0.2 * (d in named)) for d, s in expected), key=lambda item: -item[1])
+        leading = {doc for doc in named if name_leads_query(names[doc], query)}
+        assert "split" in {names[doc] for doc in leading}
+        lifted = ((d, s + 0.2 * (d in named) + 0.2 * (d in leading)) for d, s in expected)
+        expected = sorted(lifted, key=lambda item: -item[1])
     fused = built.ask(query, "hybrid", k=5, hybrid_unit=unit)
     assert [(r.id, r.score) for r in fused] == [(d, pytest.approx(s)) for d, s in expected[:5]]
     rrf = built.ask(query, "hybrid", k=5, hybrid_unit=unit, fusion="rrf")
