@@ -67,9 +67,16 @@ def name_leads_query(name: str, query: str) -> bool:
     stemmed): a description leads with the action, so "split a shell command line into arguments,
     honouring quotes" leads with `split`, `_split` and `split_line` but only names `quote`, and
     "Parses a comment." leads with `parse_comment` as much as with `parse`."""
-    tokens = code_tokens(query)
     parts = _name_words(short_name(name))
-    return bool(tokens and parts) and _stem(parts[0]) == _stem(tokens[0]) and name_in_query(name, query_words(query))
+    lead = _leading_word(query)
+    return bool(parts and lead) and _stem(parts[0]) == lead and name_in_query(name, query_words(query))
+
+
+@lru_cache(maxsize=256)
+def _leading_word(query: str) -> str:
+    """A query's first word, stemmed ("" for a query without words)."""
+    tokens = code_tokens(query)
+    return _stem(tokens[0]) if tokens else ""
 
 
 @lru_cache(maxsize=1 << 16)
