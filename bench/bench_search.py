@@ -56,7 +56,7 @@ from ingest.graph_builder import UnitGraph  # noqa: E402
 from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
 from pkg.code.signatures import signature  # noqa: E402
 from pkg.config import MAX_FILE_BYTES  # noqa: E402
-from pkg.embedders import FAST_PROFILE, make_embedder  # noqa: E402
+from pkg.embedders import FAST_PROFILE, fit_teacher  # noqa: E402
 from pkg.embedders.tuning import Pair, TuneSettings, fit_texts, mine_pairs, summary_of, tune  # noqa: E402
 from pkg.evaluation.repo import bootstrap_interval  # noqa: E402
 from pkg.graph import Label, Node  # noqa: E402
@@ -368,18 +368,20 @@ def held_out_globs(root: Path, packages: list[str]) -> list[str]:
 
 
 def fitted_fast_spec(
-    corpus_dir: Path, packages: list[str], pairs: list[Pair], teacher: str, cache: Path
+    corpus_dir: Path, packages: list[str], pairs: list[Pair], teacher: str, max_tokens: int, cache: Path
 ) -> tuple[str, dict]:
     """The fast profile `pkg tune` fits on a static database of the corpus: a table fitted to the tuned
-    model's vectors of the corpus's functions (as the database holds them, docstrings removed) outside
-    the held-out packages, and the pairs' summaries; its spec, and what it cost."""
+    model's vectors (reading max_tokens tokens, as it was trained) of the corpus's functions (as the
+    database holds them, docstrings removed) outside the held-out packages, and the pairs' summaries;
+    its spec, and what it cost."""
     started = time.perf_counter()
     parsed = parse_corpus([corpus_dir], parts=("functions",))
     functions = [(n.props["source"], search_text(n)) for n in parsed.nodes if n.label is Label.IMPL]
     texts = fit_texts(functions, pairs, held_out_globs(corpus_dir, packages))
-    spec, fitted_now = fast_profile_fitted(texts, make_embedder(teacher, cache), cache / "models")
+    spec, fitted_now = fast_profile_fitted(texts, fit_teacher(teacher, cache, max_tokens), cache / "models")
     cost = {
         "teacher": teacher,
+        "teacher_reads": max_tokens,
         "texts": len(texts),
         "fitted_now": fitted_now,
         "fitting_minutes": round((time.perf_counter() - started) / 60, 2),
@@ -469,7 +471,9 @@ def main() -> None:
         spec, tuning, pairs = tuned_spec(corpus_dir, packages, settings, args.work / "cache")
         specs.append(spec)
         if FAST_PROFILE in specs:  # `pkg tune` on the fast profile's database fits its table instead
-            fast, fitting = fitted_fast_spec(corpus_dir, packages, pairs, spec, args.work / "cache")
+            fast, fitting = fitted_fast_spec(
+                corpus_dir, packages, pairs, spec, settings.max_tokens, args.work / "cache"
+            )
             specs.append(fast)
     for spec in specs:
         db = args.work / f"db-{variant}-{spec.replace(':', '_').replace('/', '_')}"

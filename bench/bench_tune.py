@@ -8,7 +8,8 @@ after. Its quality is bench_search.py's business (held-out packages); this one m
 With --fast-profile TEACHER it trains nothing and times what `pkg tune` adds on a database of the fast
 profile instead: fitting the static table to the teacher's vectors (`minilm` has the tuned model's size)
 of the texts it would take from those functions (their search texts, then the pairs' summaries, at most
-pkg.embedders.tuning.FIT_TEXTS), in a fresh models folder without an embedding cache.
+pkg.embedders.tuning.FIT_TEXTS), each read to its first --max-tokens tokens as `pkg tune` has the model it
+trained read them, in a fresh models folder without an embedding cache.
 
     python bench/bench_tune.py [--pairs 20000] [--frozen-layers N] [--max-tokens N] [--no-hard-negatives]
         [--fast-profile TEACHER]
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bench.corpora import function_sources, site_packages_corpus  # noqa: E402
 from bench.harness import bench_parser, generation_runs, machine, utc_now, write_result  # noqa: E402
 from pkg.code.search_text import embedded_text  # noqa: E402
-from pkg.embedders import make_embedder  # noqa: E402
+from pkg.embedders import fit_teacher  # noqa: E402
 from pkg.embedders.static import StaticEmbedder  # noqa: E402
 from pkg.embedders.tuning import Pair, TuneSettings, fit_texts, mine_pairs, training_batches, tune  # noqa: E402
 from pkg.graph import Label  # noqa: E402
@@ -46,11 +47,12 @@ def corpus_pairs(wanted: int) -> tuple[list[Pair], list[tuple[str, str]]]:
     return mine_pairs(functions, (), wanted, 0), functions
 
 
-def fit_cost(teacher: str, pairs: list[Pair], functions: list[tuple[str, str]]) -> dict:
-    """Minutes to embed the fit texts with the teacher (no cache) and to fit the table on them."""
+def fit_cost(teacher: str, max_tokens: int, pairs: list[Pair], functions: list[tuple[str, str]]) -> dict:
+    """Minutes to embed the fit texts with the teacher reading max_tokens tokens of each (no cache, as
+    `pkg tune` fits a table to the model it trained with that length) and to fit the table on them."""
     texts = fit_texts([(path, embedded_text(Label.IMPL, source, "python")) for path, source in functions], pairs)
     with tempfile.TemporaryDirectory(prefix="pkg-bench-fit-") as models:
-        model = make_embedder(teacher, None)
+        model = fit_teacher(teacher, Path(models), max_tokens)
         StaticEmbedder(Path(models)).dim  # the distilled table, made before the clock starts  # noqa: B018
         embedded: list[float] = []
         started = time.perf_counter()
@@ -63,6 +65,7 @@ def fit_cost(teacher: str, pairs: list[Pair], functions: list[tuple[str, str]]) 
         seconds = time.perf_counter() - started
     return {
         "teacher": teacher,
+        "teacher_reads": max_tokens,
         "texts": len(texts),
         "embedding_minutes": round(embedded[-1] / 60, 2),
         "fitting_minutes": round((seconds - embedded[-1]) / 60, 2),
@@ -81,7 +84,7 @@ def main() -> None:
     if args.fast_profile:
         pairs, sources = corpus_pairs(args.pairs)
         load_before = os.getloadavg()[0]
-        cost = fit_cost(args.fast_profile, pairs, sources)
+        cost = fit_cost(args.fast_profile, args.max_tokens, pairs, sources)
         result = {"when": utc_now(), "machine": machine(), "load_before": load_before, "pairs": len(pairs)} | cost
         print(result, file=sys.stderr)
         print(f"written to {write_result(args.out, 'tune-fast-profile', result)}")

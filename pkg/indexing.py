@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
 from pkg.progress import Progress, no_progress
 from pkg.schema import ImplNode
 from pkg.stores.base import GraphStore, code_tables
+
+if TYPE_CHECKING:
+    from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -52,7 +55,7 @@ def embed_texts(
 
 
 def fast_profile_fitted(
-    texts: list[str], teacher: Embedder, models_dir: Path, progress: Progress = no_progress
+    texts: list[str], teacher: SentenceTransformerEmbedder, models_dir: Path, progress: Progress = no_progress
 ) -> tuple[str, bool]:
     """The spec of the fast profile's table fitted to the teacher's vectors of the texts
     (pkg.embedders.static.fit_fast_profile), and whether it was fitted now (else it was there)."""
@@ -62,7 +65,7 @@ def fast_profile_fitted(
         vectors = embed_texts(list(chosen), teacher, progress)
         return np.stack([vectors[text] for text in chosen])
 
-    key, now = fit_fast_profile(models_dir, teacher.name, texts, embed)
+    key, now = fit_fast_profile(models_dir, teacher.name, teacher.max_tokens, texts, embed)
     return f"{FAST_PROFILE}:{key}", now
 
 

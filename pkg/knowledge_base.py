@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 
 from pkg.collector import collecting_rarely
 from pkg.config import BUILD_LOCK, DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
-from pkg.embedders import DEFAULT_SPEC, FAST_PROFILE, Embedder, make_embedder
+from pkg.embedders import DEFAULT_SPEC, FAST_PROFILE, Embedder, fit_teacher, make_embedder
 from pkg.embedders.tuning import Pair, TuneSettings, fit_texts, mine_pairs, tune
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import EmbedderInfo, Label
@@ -241,7 +241,7 @@ class KnowledgeBase:
         key, trained = tune(pairs, settings, self.cache_dir / "models", show_progress)
         spec, fitted = f"tuned:{key}", 0
         if stored.name.partition(":")[0] == FAST_PROFILE:
-            spec, fitted = self._fit_fast_profile(spec, records, pairs, exclude, settings.seed, progress)
+            spec, fitted = self._fit_fast_profile(spec, records, pairs, exclude, settings, progress)
         self._embedder_choice, self._embedder = spec, make_embedder(spec, self.cache_dir)
         reembedded = 0 if stored.name == spec else reembed(self.store, self._embedder, progress)
         elapsed = time.perf_counter() - started
@@ -253,18 +253,21 @@ class KnowledgeBase:
         records: Sequence[ImplNode],
         pairs: Sequence[Pair],
         exclude: Sequence[str],
-        seed: int,
+        settings: TuneSettings,
         progress: Progress,
     ) -> tuple[str, int]:
         """A database of the fast profile stays fast: a static table fitted to the tuned model's vectors of
-        the PKG's functions (`records`) and the pairs' summaries (pkg.embedders.static); its spec, and the texts."""
+        the PKG's functions (`records`) and the pairs' summaries (pkg.embedders.static); its spec, and the texts.
+        The tuned model reads each text as far as it was trained to (settings.max_tokens): embedding the texts
+        is most of the fit's time, 4.75 min of 6.1 for 20k texts at 128 tokens against 8.1 of 9.7 at the
+        model's 256, at the same recall (bench_tune.py --fast-profile, bench_search.py; README)."""
         from pkg.code.search_text import embedded_text  # noqa: PLC0415  # a cold query needs neither
         from pkg.indexing import fast_profile_fitted  # noqa: PLC0415
 
         functions = [(r.source, embedded_text(Label.IMPL, r.text, r.lang)) for r in records]
-        texts = fit_texts(functions, pairs, exclude, seed)
-        teacher_model = make_embedder(teacher, self.cache_dir)
-        spec, _ = fast_profile_fitted(texts, teacher_model, self.cache_dir / "models", progress)
+        texts = fit_texts(functions, pairs, exclude, settings.seed)
+        model = fit_teacher(teacher, self.cache_dir, settings.max_tokens)
+        spec, _ = fast_profile_fitted(texts, model, self.cache_dir / "models", progress)
         return spec, len(texts)
 
     @contextmanager

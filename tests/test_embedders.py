@@ -259,6 +259,33 @@ def test_any_sentence_transformers_model_by_path(minilm: SentenceTransformerEmbe
     np.testing.assert_allclose(by_path.embed_documents(["x = 1"]), minilm.embed_documents(["x = 1"]), atol=1e-5)
 
 
+def test_the_fit_teacher_reads_a_texts_first_tokens_and_keeps_the_models_name(
+    minilm: SentenceTransformerEmbedder, tmp_path: Path
+) -> None:
+    from pkg.embedders import fit_teacher
+
+    teacher = fit_teacher("minilm", tmp_path, 16)
+    assert teacher.name == minilm.name and teacher.max_tokens == 16 and minilm.max_tokens is None
+    words = " ".join(f"word{i}" for i in range(60))  # far past 16 tokens, within the model's 256
+    head, tail_changed = teacher.embed_documents([words, words + " and a different ending"])
+    np.testing.assert_array_equal(head, tail_changed)  # the ending lies past what it reads
+    whole, whole_changed = minilm.embed_documents([words, words + " and a different ending"])
+    assert float(whole @ whole_changed) < 0.999 and float(whole @ head) < 0.999
+    np.testing.assert_allclose(teacher.embed_query(words), head, atol=1e-5)  # queries read as far
+    with pytest.raises(EmbedderError, match="fitted to a local sentence-transformers model"):
+        fit_teacher("static", tmp_path, 16)
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        fit_teacher("word2vec", tmp_path, 16)
+
+
+def test_a_fitted_tables_key_follows_how_far_the_teacher_read() -> None:
+    from pkg.embedders.static import fitted_key
+
+    texts = ["def add(a, b):\n    return a + b", "Add two numbers."]
+    assert fitted_key("minilm", 128, texts) == fitted_key("minilm", 128, list(texts))
+    assert len({fitted_key("minilm", reads, texts) for reads in (None, 128, 256)}) == 3
+
+
 # -- the fast profile: static vectors distilled from the packaged MiniLM -------------------------------
 
 

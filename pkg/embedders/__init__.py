@@ -9,11 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pkg.config import default_cache_dir
 from pkg.embedders.base import Embedder, unit_rows
 from pkg.embedders.cache import CachedEmbedder, EmbeddingCache
 from pkg.errors import ConfigError, EmbedderError
+
+if TYPE_CHECKING:
+    from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
 
 
 def _minilm(_: str, cache_dir: Path) -> Embedder:
@@ -100,6 +104,7 @@ __all__ = [
     "Embedder",
     "EmbedderKind",
     "EmbeddingCache",
+    "fit_teacher",
     "make_embedder",
     "unit_rows",
 ]
@@ -108,13 +113,31 @@ __all__ = [
 def make_embedder(spec: str, cache_dir: Path | None) -> Embedder:
     """Build the embedder a spec names, behind the persistent cache unless cache_dir is None or the
     kind is not worth caching (models made locally are kept in cache_dir, else the default folder)."""
+    entry, argument = _kind_of(spec)
+    inner = entry.build(argument, cache_dir or default_cache_dir())
+    if cache_dir is None or not entry.cached:
+        return inner
+    return CachedEmbedder(inner, EmbeddingCache(cache_dir / "embeddings.sqlite"), entry.query_differs)
+
+
+def fit_teacher(spec: str, cache_dir: Path, max_tokens: int) -> SentenceTransformerEmbedder:
+    """The embedder a fast profile's table is fitted to (pkg.embedders.static.fit_fast_profile): the spec's
+    local model reading each text's first max_tokens tokens, and uncached (its vectors are not the model's)."""
+    from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+    entry, argument = _kind_of(spec)
+    teacher = entry.build(argument, cache_dir)
+    if not isinstance(teacher, SentenceTransformerEmbedder):
+        raise EmbedderError(f"a fast profile is fitted to a local sentence-transformers model, not {spec!r}")
+    return teacher.reading_at_most(max_tokens)
+
+
+def _kind_of(spec: str) -> tuple[EmbedderKind, str]:
+    """The kind a spec names and its argument; ConfigError for an unknown kind or a missing argument."""
     kind, _, argument = spec.partition(":")
     entry = EMBEDDER_KINDS.get(kind)
     if entry is None:
         raise ConfigError(f"unknown embedder {spec!r}; use {SPEC_HELP}")
     if entry.argument.startswith(":") and not argument:
         raise ConfigError(f"embedder {kind!r} needs a model: {kind}{entry.argument}")
-    inner = entry.build(argument, cache_dir or default_cache_dir())
-    if cache_dir is None or not entry.cached:
-        return inner
-    return CachedEmbedder(inner, EmbeddingCache(cache_dir / "embeddings.sqlite"), entry.query_differs)
+    return entry, argument

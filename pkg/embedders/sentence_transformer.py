@@ -42,7 +42,12 @@ class SentenceTransformerEmbedder(Embedder):
     documents are always embedded by PyTorch, so a database's vectors do not depend on the folder."""
 
     def __init__(
-        self, model: str = DEFAULT_MODEL, batch_size: int = 32, onnx_dir: Path | None = None, name: str | None = None
+        self,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = 32,
+        onnx_dir: Path | None = None,
+        name: str | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         # A model on disk is named by its absolute path, a hub model by its name; either way the
         # name is also a spec that loads the same model again (a tuned model's: `tuned:<key>`).
@@ -55,8 +60,9 @@ class SentenceTransformerEmbedder(Embedder):
         self._model_ref = model
         self._batch_size = batch_size
         self._model: SentenceTransformer | None = None
-        self._onnx_dir = onnx_dir
+        self._onnx_dir = onnx_dir if max_tokens is None else None  # the export reads the model's full length
         self._onnx: OnnxEncoder | None = None
+        self._max_tokens = max_tokens
         self.inputs_encoded = 0  # texts the model ran on, after same_model_input merged its inputs
 
     def _local_path(self) -> str:
@@ -86,10 +92,23 @@ class SentenceTransformerEmbedder(Embedder):
                 from transformers.utils import logging as hf_logging
 
                 hf_logging.disable_progress_bar()
-                self._model = SentenceTransformer(ref, device="cpu")
+                model = SentenceTransformer(ref, device="cpu")
             except Exception as exc:  # any loader failure becomes one typed error
                 raise EmbedderError(f"cannot load sentence-transformers model {self._model_ref!r}: {exc}") from exc
+            if self._max_tokens is not None:
+                model.max_seq_length = min(self._max_tokens, model.max_seq_length or self._max_tokens)
+            self._model = model
         return self._model
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The tokens of a text this embedder reads at most if fewer than the model's; None for the model's."""
+        return self._max_tokens
+
+    def reading_at_most(self, max_tokens: int) -> SentenceTransformerEmbedder:
+        """The same model under the same name reading each text's first max_tokens tokens at most (its
+        queries in PyTorch too): its vectors are not this embedder's, so no cache may hold them."""
+        return SentenceTransformerEmbedder(self._model_ref, self._batch_size, None, self.name, max_tokens)
 
     @property
     def dim(self) -> int:

@@ -121,11 +121,16 @@ def distil(model_dir: str) -> np.ndarray:
 
 
 def fit_fast_profile(
-    folder: Path, teacher: str, texts: Sequence[str], embed: Callable[[Sequence[str]], np.ndarray]
+    folder: Path,
+    teacher: str,
+    teacher_reads: int | None,
+    texts: Sequence[str],
+    embed: Callable[[Sequence[str]], np.ndarray],
 ) -> tuple[str, bool]:
     """The key of the table fitted in `folder` to the teacher's vectors of the texts (`embed` gives them,
-    one row per text), and whether it was fitted now: the same teacher and texts find it made."""
-    key = fitted_key(teacher, texts)
+    one row per text, each read to teacher_reads tokens at most, None for the model's length), and whether
+    it was fitted now: the same teacher, length and texts find it made."""
+    key = fitted_key(teacher, teacher_reads, texts)
     path = fitted_path(folder, key)
     if path.exists():
         return key, False
@@ -146,9 +151,9 @@ def fitted_path(folder: Path, key: str) -> Path:
     return folder / f"static-{key}.npy"
 
 
-def fitted_key(teacher: str, texts: Sequence[str]) -> str:
+def fitted_key(teacher: str, teacher_reads: int | None, texts: Sequence[str]) -> str:
     """The key of the table fitted to the teacher's vectors of the texts, with this module's recipe."""
-    digest = hashlib.sha256(json.dumps([RECIPE, FIT_RIDGE, FIT_STEPS, teacher]).encode())
+    digest = hashlib.sha256(json.dumps([RECIPE, FIT_RIDGE, FIT_STEPS, teacher, teacher_reads]).encode())
     for text in texts:
         digest.update(hashlib.sha256(text.encode()).digest())
     return digest.hexdigest()[:16]
