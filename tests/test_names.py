@@ -41,6 +41,8 @@ def test_a_files_words_are_its_folder_and_module() -> None:
         ("quote", True),  # "quotes" and "quote" stem alike
         ("join", False),
         ("split_command_lines_all", False),  # "all" is not in the query
+        ("split_args", True),  # "args" abbreviates "arguments"
+        ("split_cmd", False),  # "cmd" begins no word of the query
         ("__init__", False),
         ("", False),  # a name without words names nothing
     ],
@@ -78,3 +80,13 @@ def test_names_match_the_query_after_stemming_and_splitting() -> None:
     assert name_in_query("parse_set", query_words("Parses a character set."))
     assert name_in_query("standardiseName", query_words("Standardises a property or value name."))
     assert not name_in_query("parse_set", query_words("Parses a character."))
+
+
+def test_a_names_word_of_three_letters_or_more_names_the_query_word_it_begins() -> None:
+    assert name_in_query("parse_set_symm_diff", query_words("Parses a set symmetric difference ([x~~y])."))
+    assert name_in_query("compile_repl_group", query_words("Compiles a replacement template group reference."))
+    assert name_leads_query("Frame.eval", "Evaluate 'code' in the frame.")
+    assert name_in_query("info", query_words("Return certain machine-readable information."))
+    assert not name_in_query("re_info", query_words("Return certain machine-readable information."))  # too short
+    assert not name_in_query("diff", query_words("Undifferentiated cells"))  # a word it is inside, not begins
+    assert not name_in_query("parse_setup", query_words("Parses a set."))  # the query's word is the shorter
