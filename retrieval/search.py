@@ -18,7 +18,7 @@ from pkg.graph import Label
 from pkg.schema import ChunkNode, PathValueNode, RowNode, expect
 from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
 from retrieval.expand import EXPAND_BUDGET, Expand, expansions
-from retrieval.fusion import FUSION_WEIGHTS, RRF_K, Fusion, reciprocal_rank_fusion, score_fusion
+from retrieval.fusion import FUSION_DEPTHS, FUSION_WEIGHTS, RRF_K, Fusion, reciprocal_rank_fusion, score_fusion
 from retrieval.lexical import UNITS, open_index
 from retrieval.names import NAME_BONUS, name_in_query, name_leads_query, query_words
 from retrieval.prompt import ContextItem, augmented_prompt
@@ -28,9 +28,6 @@ from retrieval.prune import prune
 QUERY_PATH = "<query>.py"
 #: The kind of a definition's result.
 DEFINITION = "DEFINITION"
-#: How many candidates each ranking contributes to a fusion, at least: score fusion normalises over
-#: them, so up to k = 10 a hit's fused score does not move with k.
-FUSION_DEPTH = 100
 #: With excluded sources, a ranking is first asked for this many times k hits, then this many times
 #: more each round until k survive the exclusion or the ranking runs out.
 OVERFETCH = 4
@@ -204,7 +201,8 @@ def _expanded(q: _Query, results: list[Result]) -> list[Result]:
 
 
 def _hybrid(q: _Query, k: int) -> list[Result]:
-    unit, depth, fusion = q.options.hybrid_unit, max(FUSION_DEPTH, 10 * k), Fusion(q.options.fusion)
+    unit, fusion = q.options.hybrid_unit, Fusion(q.options.fusion)
+    depth = max(FUSION_DEPTHS[fusion], 10 * k)
     rankings = [q.sparse(unit, depth), q.dense(UNITS[unit], depth)]
     default_sparse, default_dense = FUSION_WEIGHTS[fusion]
     weights = [

@@ -17,10 +17,10 @@ from pkg.graph import Label
 from pkg.stores.base import GraphStore
 from pkg.stores.embedded import EmbeddedStore
 from retrieval.bm25 import BM25Index
-from retrieval.fusion import reciprocal_rank_fusion, score_fusion
+from retrieval.fusion import FUSION_DEPTHS, Fusion, reciprocal_rank_fusion, score_fusion
 from retrieval.lexical import index_dir, open_index, refresh_indexes
 from retrieval.names import name_in_query, name_leads_query, query_words
-from retrieval.search import DEFAULT_MODE, FUSION_DEPTH, Neighbour, Options, retrieve
+from retrieval.search import DEFAULT_MODE, Neighbour, Options, retrieve
 from tests.conftest import FIXTURES, STDLIB, STDLIB_SLICE, STORE_KINDS, run_cli
 from tests.helpers import build, empty_store
 from tests.neo4j_server import wipe
@@ -94,9 +94,12 @@ def test_hybrid_is_the_weighted_fusion_of_both_rankings(built: Built, unit: str,
     function the query names (here shlex's `split`, `shlex.split` ...), 0.2 more again for one it leads
     with (`split`, `TextWrapper._split`); weighted RRF when asked."""
     query = "split the string into tokens using shell-like syntax"
-    sparse = open_index(built.store, built.db_dir, unit).search(query, FUSION_DEPTH)
-    dense = [(h.id, h.score) for h in built.store.search(label, built.embedder.embed_query(query), FUSION_DEPTH)]
-    expected = score_fusion([sparse, dense], [0.5, 0.5])
+
+    def rankings(depth: int) -> list[list[tuple[str, float]]]:
+        sparse = open_index(built.store, built.db_dir, unit).search(query, depth)
+        return [sparse, [(h.id, h.score) for h in built.store.search(label, built.embedder.embed_query(query), depth)]]
+
+    expected = score_fusion(rankings(FUSION_DEPTHS[Fusion.SCORES]), [0.5, 0.5])
     if unit == "func":
         names = built.store.function_names([doc for doc, _ in expected])
         named = {doc for doc, _ in expected if name_in_query(names[doc], query_words(query))}
@@ -107,7 +110,8 @@ def test_hybrid_is_the_weighted_fusion_of_both_rankings(built: Built, unit: str,
     fused = built.ask(query, "hybrid", k=5, hybrid_unit=unit)
     assert [(r.id, r.score) for r in fused] == [(d, pytest.approx(s)) for d, s in expected[:5]]
     rrf = built.ask(query, "hybrid", k=5, hybrid_unit=unit, fusion="rrf")
-    expected_rrf = reciprocal_rank_fusion([[d for d, _ in sparse], [d for d, _ in dense]], [0.2, 0.8], 60)[:5]
+    ranked = [[doc for doc, _ in ranking] for ranking in rankings(FUSION_DEPTHS[Fusion.RRF])]
+    expected_rrf = reciprocal_rank_fusion(ranked, [0.2, 0.8], 60)[:5]
     assert [(r.id, r.score) for r in rrf] == [(d, pytest.approx(s)) for d, s in expected_rrf]
 
 
