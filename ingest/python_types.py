@@ -218,7 +218,12 @@ class _Reader:
     def klass(self, node: ast.ClassDef, qualname: str, outer: str) -> None:
         body = ast.Module(body=node.body, type_ignores=[])
         class_level = _bindings(body, self.own_nodes(body), class_body=True)
-        self.facts.fields += [[qualname, name, outer, v, 1] for name, values in class_level.items() for v in values]
+        # evaluated in the outer scope, where the class's own names are read through the class
+        through = qualname.removeprefix(f"{outer}.<locals>.") if outer else qualname
+        members = {child.name for child in node.body if isinstance(child, Function | ast.ClassDef)}
+        for name, values in class_level.items():
+            self.facts.fields += [[qualname, name, outer, f"{through}.{v}" if v in members else v, 1] for v in values]
+        self.facts.fields += [[qualname, name, outer, name, 1] for name in _imported_names(node.body)]
         for child in node.body:
             if isinstance(child, ast.ClassDef):
                 self.klass(child, f"{qualname}.{child.name}", outer)
@@ -284,6 +289,18 @@ def walk(tree: ast.AST) -> Walk:
         children[id(node)] = below = child_nodes(node)
         nodes += below
     return Walk(nodes, children)
+
+
+def _imported_names(body: list[ast.stmt]) -> list[str]:
+    """The names the imports among a class body's statements bind (``from email.iterators import walk``
+    in ``Message``: a method; the file's imports say what each refers to)."""
+    return [
+        alias.asname or alias.name.partition(".")[0]
+        for statement in body
+        if isinstance(statement, ast.Import | ast.ImportFrom)
+        for alias in statement.names
+        if alias.name != "*"
+    ]
 
 
 def _bindings(node: ast.AST, nodes: list[ast.AST], class_body: bool = False) -> dict[str, list[str]]:

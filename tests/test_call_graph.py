@@ -423,6 +423,43 @@ def test_a_variable_holding_a_class_or_a_function_is_called_through(tmp_path: Pa
     }
 
 
+_CLASS_BODY = {
+    "walking.py": """\
+        def walk(self):
+            yield self
+        """,
+    "message.py": """\
+        class Message:
+            def as_string(self):
+                return ""
+
+            __str__ = as_string
+
+            from walking import walk
+
+            def parts(self):
+                return list(self.walk())
+
+            def show(self):
+                return self.__str__()
+
+
+        def first(message: Message):
+            return next(message.walk())
+        """,
+}
+
+
+def test_a_class_body_binding_a_method_or_an_import_gives_the_class_a_method(tmp_path: Path) -> None:
+    """``__str__ = as_string`` and ``from walking import walk`` in a class body: what the name calls is
+    the method or the imported function (the standard library has 378 such aliases)."""
+    assert _calls_in(tmp_path, _CLASS_BODY) == {
+        ("Message.show", "Message.as_string", "instance"),
+        ("Message.parts", "walk", "instance"),
+        ("first", "walk", "annotation"),
+    }
+
+
 _DISPATCH = {
     "cmd.py": """\
         import abc
