@@ -13,6 +13,7 @@ query leads with was measured the same way (dev: MiniLM's MRR 0.670 -> 0.672, th
 `parse_comment` for "Parses a comment." and cost the fast profile 0.028 of recall@1. A name's word that
 begins a query's word counts as named too (ABBREVIATION): held-out, MiniLM's recall@1 +0.025, the fast
 profile's recall@10 +0.025 (regex's `parse_set_symm_diff` for "Parses a set symmetric difference ([x~~y]).").
+So does a word that is query words run together (COMPOUND_PIECE): pytest's `recursionindex`, `typename`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ NAME_BONUS = 0.2
 #: abbreviate (`eval` for "Evaluate", `symm_diff` for "symmetric difference", `repl` for "replacement").
 #: Chosen on the dev queries over 4 (MiniLM hybrid recall@10 +0.008 [+0.002, +0.016] against +0.002).
 ABBREVIATION = 3
+#: A name's word also counts as named when it is query words run together, each piece this long at least.
+COMPOUND_PIECE = 3
 
 
 def short_name(qualified: str) -> str:
@@ -65,9 +68,37 @@ def query_words(query: str) -> frozenset[str]:
 
 def name_in_query(name: str, words: frozenset[str]) -> bool:
     """Whether every word of a function's short name (its identifier's parts, stemmed) is among the
-    query's words or abbreviates one (`_spelled_out`): `split`, `_split` and `split_line` are in "split a
-    shell command line into arguments", `split_args` too ("arguments"), `join` is not."""
-    return bool(parts := _name_parts(short_name(name))) and all(_spelled_out(part, words) for part in parts)
+    query's words, abbreviates one (`_spelled_out`) or runs several together (`_run_together`): `split`,
+    `_split` and `split_line` are in "split a shell command line into arguments", `split_args` too
+    ("arguments"), `join` is not."""
+    raw = _name_words(short_name(name))
+    return bool(raw) and all(_spelled_out(_stem(word), words) or _run_together(word, words) for word in raw)
+
+
+def _run_together(word: str, words: Collection[str]) -> bool:
+    """Whether a name's word is query words written as one (`recursionindex` for "the index ... where
+    recursion ...", `typename` for "The type name of the exception."): pieces of at least COMPOUND_PIECE
+    letters, each spelled out."""
+    if len(word) < 2 * COMPOUND_PIECE:
+        return False
+    openings = _openings(frozenset(words))
+    ends = {0}
+    for start in range(len(word)):
+        # a piece begins as a query word does (stemming keeps a word's first letters): most are no piece
+        if start in ends and word[start : start + COMPOUND_PIECE] in openings:
+            ends |= {
+                end
+                for end in range(start + COMPOUND_PIECE, len(word) + 1)
+                if end < len(word) or start > 0
+                if _spelled_out(_stem(word[start:end]), words)
+            }
+    return len(word) in ends
+
+
+@lru_cache(maxsize=256)
+def _openings(words: frozenset[str]) -> frozenset[str]:
+    """The first COMPOUND_PIECE letters of each word."""
+    return frozenset(word[:COMPOUND_PIECE] for word in words)
 
 
 def _spelled_out(part: str, words: Collection[str]) -> bool:
@@ -94,14 +125,10 @@ def _leading_word(query: str) -> str:
 
 
 @lru_cache(maxsize=1 << 16)
-def _name_parts(name: str) -> frozenset[str]:
-    return frozenset(_stem(word) for word in _name_words(name))
-
-
-def _name_words(name: str) -> list[str]:
+def _name_words(name: str) -> tuple[str, ...]:
     """An identifier's words in order (`_split_line` -> split, line)."""
     tokens = code_tokens(name)
-    return tokens[1:] or tokens
+    return tuple(tokens[1:] or tokens)
 
 
 #: Snowball's English (Porter 2) stemmer: a well-kept pure-Python package, 15 ms to import. It keeps

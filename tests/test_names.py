@@ -90,3 +90,15 @@ def test_a_names_word_of_three_letters_or_more_names_the_query_word_it_begins() 
     assert not name_in_query("re_info", query_words("Return certain machine-readable information."))  # too short
     assert not name_in_query("diff", query_words("Undifferentiated cells"))  # a word it is inside, not begins
     assert not name_in_query("parse_setup", query_words("Parses a set."))  # the query's word is the shorter
+
+
+def test_a_names_word_may_be_query_words_run_together() -> None:
+    recursion = query_words("Return the index of the frame where recursion originates, None if no recursion occurred.")
+    assert name_in_query("Traceback.recursionindex", recursion)
+    assert name_in_query("ExceptionInfo.typename", query_words("The type name of the exception."))
+    assert name_in_query("Cache.iterkeys", query_words("Iterate Cache keys in database sort order."))  # iter: begins
+    assert name_in_query("splititer", query_words("Return an iterator yielding the parts of a split string."))
+    assert not name_in_query("findall", query_words("Return a list of all matches in the string."))  # no "find"
+    assert not name_in_query("indexof", recursion)  # "of" is shorter than a piece may be
+    assert name_in_query("Cache.keysiter", query_words("Iterate Cache keys"))  # keys (stemmed), iter
+    assert not name_in_query("Cache.keysort", query_words("Iterate Cache keys"))  # "sort" is no word of it

@@ -295,7 +295,8 @@ def _structurer(spec: str, cache_dir: Path) -> Any:
     default=Options.name_bonus,
     show_default=True,
     help="Hybrid over functions, scores: added to a function whose name's words (stemmed) all occur in the query"
-    " (a word of 3 letters or more may begin one of the query's: eval, evaluate), and again when the query's first"
+    " (a word of 3 letters or more may begin one of the query's: eval, evaluate; or run several together:"
+    " typename), and again when the query's first"
     " word is the name's first.",
 )
 @click.option("--with-titles", is_flag=True, help="json: prefix each leaf with the titles along its path.")
