@@ -519,15 +519,29 @@ class Linker:
         for site, caller, line, callee in (s for name in names for s in self.sites.get(name, [])[:_MAX_SITES]):
             if not targets.intersection(n.id for n, _ in self._site(site, caller, line, callee)):
                 continue
+            receiver = self._binding(site, caller, line, callee, depth) if not bound else ""
             given = site.arguments.get((caller.id, line, callee.rpartition(".")[2]))
-            if given is None:
+            if given is None and not receiver:  # no readable argument
                 continue
-            offset = int(bound and not self._through_class(site, caller.name, callee))
+            passed, named = given or ([], {})
+            offset = int(bool(receiver) or (bound and not self._through_class(site, caller.name, callee)))
             index = positional.index(parameter) - offset if parameter in positional else -1
-            expression = given[0][index] if 0 <= index < len(given[0]) else given[1].get(parameter, "")
+            if receiver and index == -1 and parameter in positional:
+                expression = receiver  # a function a class body binds, called on an instance: it comes first
+            else:
+                expression = passed[index] if 0 <= index < len(passed) else named.get(parameter, "")
             if expression:
                 values += self._values(site, caller.name, expression, line, depth + 1)[0]
         return list(dict.fromkeys(values)), "inferred"
+
+    def _binding(self, f: _File, caller: NameNode, line: int, callee: str, depth: int) -> str:
+        """The receiver of a call on an instance (``msg.walk()``) that runs a plain function, which a class
+        body binds as a method (``from email.iterators import walk``): it is passed first; "" otherwise."""
+        receiver = callee.rpartition(".")[0]
+        if not receiver:
+            return ""
+        values, _ = self._values(f, caller.name, receiver, line, depth + 1)
+        return receiver if any(kind == "i" for kind, _ in values) else ""
 
     def _site(self, f: _File, caller: NameNode, line: int, callee: str) -> list[tuple[NameNode, str]]:
         """The functions one call site runs, memoised (empty while it is being resolved)."""

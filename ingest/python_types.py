@@ -201,10 +201,10 @@ class _Reader:
                 nodes += self.children[id(child)]
         return [child for child in nodes if type(child) in _READ]
 
-    def scope(self, node: Function | ast.Module, qualname: str, nodes: list[ast.AST]) -> None:
+    def scope(self, node: Function | ast.Module, qualname: str, nodes: list[ast.AST], method: bool = True) -> None:
         """The facts of one function (or the module, qualname ""), whose own nodes are `nodes`,
-        then of what it defines."""
-        for name, values in _bindings(node, nodes).items():
+        then of what it defines; `method`: a function of a class body (its self and cls are its class's)."""
+        for name, values in _bindings(node, nodes, method=method).items():
             self.facts.types += [[qualname, name, v, 0, 0] for v in values or [""]]
         self.facts.types += [[qualname, *narrowed] for narrowed in _narrowing(node, nodes)]
         self.facts.elements += [[qualname, receiver, element] for receiver, element in _puts(nodes)]
@@ -246,6 +246,7 @@ class _Reader:
         self.facts.returns += [[qualname, v] for v in _returns(node, nodes)]
         self.facts.items += [[qualname, position, v] for position, v in _items(node, nodes)]
         positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+        in_class = method
         if method and _is_classmethod(node):  # cls is bound whether called through the class or not
             positional, method = positional[1:], False
         bound = int(method and not _is_static(node))
@@ -253,7 +254,7 @@ class _Reader:
         if is_overload(node):  # a stub: its signature is kept, its return type joins the implementation's
             self.facts.overloads.append([qualname, signature(node)])
             return
-        self.scope(node, qualname, nodes)
+        self.scope(node, qualname, nodes, method=in_class)
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
@@ -303,9 +304,12 @@ def _imported_names(body: list[ast.stmt]) -> list[str]:
     ]
 
 
-def _bindings(node: ast.AST, nodes: list[ast.AST], class_body: bool = False) -> dict[str, list[str]]:
+def _bindings(
+    node: ast.AST, nodes: list[ast.AST], class_body: bool = False, method: bool = True
+) -> dict[str, list[str]]:
     """Each name the scope binds: its distinct expressions (annotations win over assignments), none
-    when one of its values is unreadable (the name is local but may hold anything)."""
+    when one of its values is unreadable (the name is local but may hold anything); a method's self
+    and cls are left to its class, a plain function's are parameters like the others."""
     declared: dict[str, list[str]] = {}
     assigned: dict[str, list[str | None]] = {}
     if isinstance(node, Function):
@@ -339,7 +343,7 @@ def _bindings(node: ast.AST, nodes: list[ast.AST], class_body: bool = False) -> 
             found[name] = known if None not in values else []
     if isinstance(node, Function):
         named = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-        found |= {a.arg: [] for a in named if a.arg not in found and a.arg not in ("self", "cls")}
+        found |= {a.arg: [] for a in named if a.arg not in found and (not method or a.arg not in ("self", "cls"))}
         found |= {a.arg: [] for a in (args.vararg, args.kwarg) if a is not None}
     return {name: values if len(values) <= _MAX_UNION else [] for name, values in found.items()}
 

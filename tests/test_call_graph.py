@@ -427,6 +427,11 @@ _CLASS_BODY = {
     "walking.py": """\
         def walk(self):
             yield self
+            yield from self.subparts()
+
+
+        def attach(self, other):
+            return other.as_string()
         """,
     "message.py": """\
         class Message:
@@ -435,13 +440,19 @@ _CLASS_BODY = {
 
             __str__ = as_string
 
-            from walking import walk
+            from walking import walk, attach
+
+            def subparts(self):
+                return []
 
             def parts(self):
                 return list(self.walk())
 
             def show(self):
                 return self.__str__()
+
+            def adopt(self):
+                return self.attach(Message())
 
 
         def first(message: Message):
@@ -452,11 +463,15 @@ _CLASS_BODY = {
 
 def test_a_class_body_binding_a_method_or_an_import_gives_the_class_a_method(tmp_path: Path) -> None:
     """``__str__ = as_string`` and ``from walking import walk`` in a class body: what the name calls is
-    the method or the imported function (the standard library has 378 such aliases)."""
+    the method or the imported function (the standard library has 378 such aliases), and such a function
+    called on an instance gets it as its first argument."""
     assert _calls_in(tmp_path, _CLASS_BODY) == {
         ("Message.show", "Message.as_string", "instance"),
         ("Message.parts", "walk", "instance"),
+        ("Message.adopt", "attach", "instance"),
         ("first", "walk", "annotation"),
+        ("walk", "Message.subparts", "inferred"),  # self: what its callers call it on
+        ("attach", "Message.as_string", "inferred"),  # other: the argument after the receiver
     }
 
 
