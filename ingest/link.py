@@ -671,7 +671,9 @@ class Linker:
                 returned = f.returns.get(node.name, []) if item is None else f.items.get((node.name, item), [])
                 for expression in returned:
                     more, found_how = self._values(f, node.name, expression, None, depth + 1)
-                    found, how = found + more, _weakest(how, _weakest(found_how, "inferred"))
+                    # a declared return (-> X) is as certain as any annotation; what a body returns is inferred
+                    declared = found_how if expression.startswith(":") else _weakest(found_how, "inferred")
+                    found, how = found + more, _weakest(how, declared)
         return found, how
 
     def _class_at(self, source: str, qualname: str) -> ClassNode | None:

@@ -647,6 +647,18 @@ _CONTAINERS = {
             def params(self) -> t.List["Param"]:
                 return []
 
+            def built(self):
+                return Param()
+
+            def first(self) -> "Param":
+                return Param()
+
+            def made(self):
+                self.built().render()
+
+            def declared(self):
+                self.first().render()
+
             def each(self):
                 for param in self.params():
                     param.render()
@@ -667,10 +679,17 @@ _CONTAINERS = {
 
 def test_elements_of_annotated_containers_have_the_element_type(tmp_path: Path) -> None:
     """``List[X]``, ``Dict[K, X]``: iterating, indexing and ``.get`` give an X (or a subclass);
-    an element of an unannotated container, or of ``self``, stays unknown."""
+    an element of an unannotated container, or of ``self``, stays unknown. A declared return type
+    is an annotation too (a subclass may come back); what a body returns is exactly that class."""
     assert _calls_in(tmp_path, _CONTAINERS) == {
         ("Command.each", "Command.params", "self"),
-        ("Command.each", "Param.render", "inferred"),  # params() -> List["Param"]
+        ("Command.each", "Param.render", "annotation"),  # params() -> List["Param"]
+        ("Command.each", "Option.render", "override"),
+        ("Command.made", "Command.built", "self"),
+        ("Command.made", "Param.render", "inferred"),  # built() returns Param(): no subclass
+        ("Command.declared", "Command.first", "self"),
+        ("Command.declared", "Param.render", "annotation"),  # first() -> "Param"
+        ("Command.declared", "Option.render", "override"),
         ("Command.named", "Param.render", "annotation"),  # self.by_name: Dict[str, Param]
         ("Command.named", "Option.render", "override"),
         ("Command.got", "Param.render", "annotation"),
