@@ -27,12 +27,14 @@ from pkg.benchmarks.repo import (
     is_test_file,
     load_repo_tasks,
     repository_candidates,
+    unknown_names,
 )
 from pkg.embedders import Embedder
 from pkg.errors import BenchmarkError, ConfigError
 from pkg.evaluation.prompts import TRUNCATED
 from pkg.evaluation.repo import (
     AUTO,
+    CHECK,
     REPO_ARMS,
     ContextSettings,
     RepoRun,
@@ -45,6 +47,7 @@ from pkg.evaluation.repo import (
     context_first_messages,
     defines,
     derive_auto,
+    derive_check,
     edit_similarity,
     identifier_scores,
     levenshtein,
@@ -228,6 +231,8 @@ def test_arms_parse_and_refuse_unknown_names() -> None:
         parse_repo_arms("infile,nope")
     with pytest.raises(ConfigError, match="takes its replies from infile and defs"):
         parse_repo_arms("infile,auto")
+    with pytest.raises(ConfigError, match="check takes its replies from infile and defs[+]func"):
+        parse_repo_arms("infile,defs,check")
 
 
 def test_layouts_parse_per_arm() -> None:
@@ -311,6 +316,36 @@ def test_the_bootstrap_interval_is_seeded_and_brackets_the_mean() -> None:
     symmetric_low, symmetric_high = bootstrap_interval([-1.0, 1.0] * 50)
     assert symmetric_low < 0 < symmetric_high and symmetric_low == pytest.approx(-symmetric_high, abs=0.03)
     assert bootstrap_interval([1.0, 0.0, 1.0], resamples=20_000, seed=1) != (low, high)
+
+
+def test_a_body_naming_what_the_package_never_mentions_is_caught() -> None:
+    """pathspec's PathSpec.check_file: the reference names only what pathspec has; a small model's reply
+    that calls an invented private method is caught, and nothing the reply binds, the builtins, another
+    package's keyword argument or a name of the file around the body counts as invented."""
+    task = _task("pathspec/pathspec.py:PathSpec.check_file")
+    assert unknown_names(task, task.body) == []
+    invented = "result = self._check_file(file, separators)\nreturn result\n"
+    assert unknown_names(task, invented) == ["_check_file"]
+    bound = (
+        "import stat as zz_stat\nfor zz_kind, zz_path in enumerate(file):\n    self.zz_seen = len(zz_path)\n"
+        "with open(zz_path, zz_newline='') as zz_handle:\n    return CheckResult(zz_handle, zz_kind, index=\n"
+    )
+    assert unknown_names(task, bound) == []  # cut short: its bindings from the part that parses
+    assert unknown_names(task, bound.replace("zz_handle:", "handle:")) == ["zz_handle"]
+    assert "check_file" not in task.body and unknown_names(task, "return self.check_file(file)\n") == []
+
+
+def test_check_takes_the_second_reply_only_where_the_first_invents_a_name() -> None:
+    task = _task("pathspec/pathspec.py:PathSpec.check_file")
+    infile = score(task, "infile", "return self._check_file(file)\n")
+    infile.generation_seconds = 10.0
+    second = score(task, "defs+func", task.body, "def normalize_file(file, separators=None): ...")
+    second.generation_seconds = 12.0
+    checked = derive_check(task, infile, second)
+    assert (checked.arm, checked.body, checked.gated, checked.generation_seconds) == (CHECK, task.body, None, 22.0)
+    infile = score(task, "infile", "return CheckResult(file, None, None)\n")
+    kept = derive_check(task, infile, second)
+    assert kept.body == infile.body and kept.context == "" and "names only what" in kept.gated
 
 
 def test_the_report_has_every_stratum_and_auto_takes_its_replies_by_the_gate(tmp_path: Path) -> None:
@@ -425,7 +460,7 @@ def test_a_real_run_scores_every_arm_of_a_task_in_its_layout(
     tenacity_pkg: Path, module_embedder: Embedder, tmp_path: Path
 ) -> None:
     tasks = [_task("tenacity/tornadoweb.py:TornadoRetrying.__init__")]
-    arms = ["infile", "func-pkg", "defs", "defs+func", AUTO]
+    arms = ["infile", "func-pkg", "defs", "defs+func", AUTO, CHECK]
     layouts = {"infile": "chat", "func-pkg": "repo", "defs": "chat-context-first", "defs+func": "repo"}
     generator = make_generator("llama:smollm2-135m")
     try:
@@ -447,6 +482,8 @@ def test_a_real_run_scores_every_arm_of_a_task_in_its_layout(
     assert func.body == body_from_continuation(func.reply, tasks[0].indent)
     assert defs.gated is None and defs.needed_in_context == 1  # super().__init__: BaseRetrying's stub
     assert by_arm[AUTO].reply == defs.reply and by_arm[AUTO].generation_seconds == 0.0
+    second = by_arm["defs+func"] if unknown_names(tasks[0], infile.body) else infile
+    assert (by_arm[CHECK].reply, by_arm[CHECK].gated is None) == (second.reply, second is not infile)
     rows = summarise(records, arms)
     assert [row["tasks"] for row in rows] == [1] * len(arms)
     table = write_repo_report(tmp_path, records, arms, ["- a note"])

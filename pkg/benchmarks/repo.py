@@ -11,6 +11,7 @@ number per repository and stratum.
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -20,6 +21,7 @@ import textwrap
 import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from pkg.benchmarks.cross_file import Needed, PackageModules, needed_symbols
@@ -324,3 +326,69 @@ def _tokens(code: str) -> Iterator[tokenize.TokenInfo]:
         yield from tokenize.generate_tokens(io.StringIO(code).readline)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return
+
+
+#: Names a body may use without the package mentioning them: the builtins and the attributes of built-in types.
+BUILTIN_NAMES = frozenset(
+    {*dir(builtins), *keyword.kwlist, "self", "cls"}.union(
+        *(dir(t) for t in (str, bytes, int, float, list, tuple, dict, set, frozenset, object, type, BaseException))
+    )
+)
+
+
+def unknown_names(task: RepoTask, body: str) -> list[str]:
+    """The identifiers of a written body that nothing around it mentions: not the package (the task's file
+    without the body being written), not the builtins, and not the body's own bindings. A small model that
+    names such a thing has invented it (`self._check_file` in pathspec, which has only `check_file`)."""
+    named = {t.string for t in _tokens(body) if t.type == tokenize.NAME}
+    return sorted(named - BUILTIN_NAMES - _bound(body) - _package_names(task.repository) - _file_names(task))
+
+
+@cache
+def _package_names(package: str) -> frozenset[str]:
+    """Every identifier the package's source files mention (read once per package)."""
+    return frozenset().union(*(_file_identifiers(path) for path in source_files(package_root(package))))
+
+
+@cache
+def _file_identifiers(path: Path) -> frozenset[str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return frozenset(t.string for t in _tokens(text) if t.type == tokenize.NAME)
+
+
+def _file_names(task: RepoTask) -> set[str]:
+    """The identifiers of the task's file around the body being written: the rest of the file is known."""
+    lines = Path(task.path).read_text(encoding="utf-8").splitlines(keepends=True)
+    start = task.body_line - 1
+    around = "".join(lines[:start] + lines[start + len(task.body.splitlines()) :])
+    return {t.string for t in _tokens(around) if t.type == tokenize.NAME}
+
+
+def _bound(body: str) -> set[str]:
+    """The names a body binds (assigned, looped over, imported, defined, caught, `self.x = `, and keyword
+    arguments' names), read from the longest part of it that parses: a reply cut at the token limit ends
+    mid-statement."""
+    lines = textwrap.dedent(body).splitlines(keepends=True)
+    for end in range(len(lines), 0, -1):
+        last = lines[end - 1]
+        opened = f"{last[: len(last) - len(last.lstrip())]}    pass\n"  # a block the cut left without a body
+        for text in ("".join(lines[:end]), "".join(lines[:end]) + opened):
+            try:
+                return set().union(*map(_binds, ast.walk(ast.parse(text))))
+            except SyntaxError:
+                continue
+    return set()
+
+
+def _binds(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Store):
+        return {node.id if isinstance(node, ast.Name) else node.attr}
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.arg | ast.keyword) and node.arg:
+        return {node.arg}  # a keyword argument's name is the callee's, often another package's (`check=True`)
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return {node.name}
+    if isinstance(node, ast.alias):
+        return {(node.asname or node.name).split(".")[0]}
+    return set()
