@@ -35,6 +35,8 @@ from pkg.evaluation.prompts import TRUNCATED
 from pkg.evaluation.repo import (
     AUTO,
     CHECK,
+    NOTHING_INVENTED,
+    RECHECK,
     REPO_ARMS,
     ContextSettings,
     RepoRun,
@@ -233,6 +235,8 @@ def test_arms_parse_and_refuse_unknown_names() -> None:
         parse_repo_arms("infile,auto")
     with pytest.raises(ConfigError, match="check takes its replies from infile and defs[+]func"):
         parse_repo_arms("infile,defs,check")
+    with pytest.raises(ConfigError, match="recheck reads infile's reply first"):
+        parse_repo_arms("defs,recheck")
 
 
 def test_layouts_parse_per_arm() -> None:
@@ -455,12 +459,32 @@ def test_the_definitions_arms_hold_what_cross_file_bodies_need(tenacity_pkg: Pat
 
 
 @pytest.mark.model
+def test_a_draft_arm_retrieves_only_after_a_draft_that_invents_a_name(
+    tenacity_pkg: Path, module_embedder: Embedder
+) -> None:
+    task = _task("tenacity/asyncio/__init__.py:AsyncRetrying._run_retry")
+    recheck, settings = REPO_ARMS[RECHECK], ContextSettings(budget=256)
+    with KnowledgeBase(tenacity_pkg / "tenacity", embedder=module_embedder) as kb:
+        kept = arm_context(settings, kb, recheck, task, task.body)
+        assert (kept.snippets, kept.gated) == ([], NOTHING_INVENTED)
+        draft = "if retry_state.outcome.zz_failed_before:\n    self.iter_state.retry_run_result = True\n"
+        found = arm_context(settings, kb, recheck, task, draft)
+        assert found.gated is None and len(found.snippets) == len(found.retrieved) > 0
+        assert not any(line.startswith(task.relpath) for line in found.retrieved)  # never its own file
+        assert estimate_tokens(found.text) <= 256 + 8
+        # the draft is part of the query: its words bring chunks the code at hand alone does not
+        with_draft = [where(r, task) for r in retrieve(kb, recheck, task, 3, draft)]
+        assert with_draft[: len(found.retrieved)] == found.retrieved
+        assert with_draft != [where(r, task) for r in retrieve(kb, REPO_ARMS["bm25-chunk"], task, 3)]
+
+
+@pytest.mark.model
 @pytest.mark.llm
 def test_a_real_run_scores_every_arm_of_a_task_in_its_layout(
     tenacity_pkg: Path, module_embedder: Embedder, tmp_path: Path
 ) -> None:
     tasks = [_task("tenacity/tornadoweb.py:TornadoRetrying.__init__")]
-    arms = ["infile", "func-pkg", "defs", "defs+func", AUTO, CHECK]
+    arms = ["infile", "func-pkg", "defs", "defs+func", AUTO, CHECK, RECHECK]
     layouts = {"infile": "chat", "func-pkg": "repo", "defs": "chat-context-first", "defs+func": "repo"}
     generator = make_generator("llama:smollm2-135m")
     try:
@@ -484,6 +508,7 @@ def test_a_real_run_scores_every_arm_of_a_task_in_its_layout(
     assert by_arm[AUTO].reply == defs.reply and by_arm[AUTO].generation_seconds == 0.0
     second = by_arm["defs+func"] if unknown_names(tasks[0], infile.body) else infile
     assert (by_arm[CHECK].reply, by_arm[CHECK].gated is None) == (second.reply, second is not infile)
+    assert (by_arm[RECHECK].gated is None) == bool(by_arm[RECHECK].retrieved) == (second is not infile)
     rows = summarise(records, arms)
     assert [row["tasks"] for row in rows] == [1] * len(arms)
     table = write_repo_report(tmp_path, records, arms, ["- a note"])

@@ -54,7 +54,9 @@ class RepoArm:
     """How an arm gets its context: similar code by `mode` (None: none), the definitions of the names the
     code uses (`definitions`), or neither, its replies taken from other arms (`derived`). With both, the
     definitions come first and the similar code gets what is left, unless `similar_first`: then the one most
-    similar snippet takes at most half the budget and the definitions the rest."""
+    similar snippet takes at most half the budget and the definitions the rest. A `draft` arm reads the
+    in-file reply first: only where it names what the package never mentions does the arm retrieve, for the
+    code at hand and that draft together (RepoCoder's second round); elsewhere its prompt is in-file's."""
 
     name: str
     description: str
@@ -63,14 +65,17 @@ class RepoArm:
     definitions: bool = False
     derived: bool = False
     similar_first: bool = False
+    draft: bool = False
 
 
 BASELINE = "infile"
 DEFS = "defs"
 AUTO = "auto"
 CHECK = "check"
+RECHECK = "recheck"
 #: The arm whose reply the check takes where in-file's names something the package does not.
 CHECKED = "defs+func"
+NOTHING_INVENTED = "the in-file reply names only what the package, its file and the builtins do"
 #: The arms a derived arm takes its replies from.
 DERIVED_FROM = {AUTO: (BASELINE, DEFS), CHECK: (BASELINE, CHECKED)}
 #: The repository benchmark's arms.
@@ -102,8 +107,14 @@ REPO_ARMS: dict[str, RepoArm] = {
             "the retrieve-or-not gate: defs' reply where context_at's auto gate gives context, else infile's",
             derived=True,
         ),
-        # a gate that reads the reply instead of the code at hand; defs+func chosen on the pilot (60 tasks:
-        # +0.006 against defs' -0.000, chunk+next's +0.005 and bm25-chunk's +0.002 as the second reply)
+        # gates that read the reply instead of the code at hand; check's second reply is defs+func's, chosen on
+        # the pilot (60 tasks: +0.006 against defs' -0.000, chunk+next's +0.005 and bm25-chunk's +0.002)
+        RepoArm(
+            RECHECK,
+            "where infile's reply invents a name: BM25 chunks for the code at hand and that reply together",
+            Mode.BM25_CHUNK,
+            draft=True,
+        ),
         RepoArm(
             CHECK,
             f"a check after generation: {CHECKED}'s reply where infile's names an identifier the package never"
@@ -130,6 +141,9 @@ def parse_repo_arms(spec: str) -> list[str]:
     for derived, sources in DERIVED_FROM.items():
         if derived in arms and not set(sources) <= set(arms):
             raise ConfigError(f"{derived} takes its replies from {' and '.join(sources)}: name them too")
+    drafting = [name for name in arms if REPO_ARMS[name].draft]
+    if drafting and BASELINE not in arms:
+        raise ConfigError(f"{drafting[0]} reads {BASELINE}'s reply first: name {BASELINE} too")
     return arms
 
 
@@ -442,12 +456,13 @@ def _copies_body(text: str, body: str) -> bool:
     return "\n".join(code_lines(body)) in "\n".join(code_lines(text))
 
 
-def retrieve(kb: KnowledgeBase, arm: RepoArm, task: RepoTask, k: int = K) -> list[Result]:
-    """The arm's top k similar snippets for the task, never from the task's own file nor a copy of its body."""
+def retrieve(kb: KnowledgeBase, arm: RepoArm, task: RepoTask, k: int = K, draft: str = "") -> list[Result]:
+    """The arm's top k similar snippets for the task (its code at hand, then a draft body if given), never
+    from the task's own file nor a copy of its body."""
     if arm.mode is None:
         return []
     options = replace(arm.options, exclude_sources=frozenset({task.path}))
-    found = kb.query(task.query, arm.mode, k + 2, options).results
+    found = kb.query(f"{task.query}\n{draft}" if draft else task.query, arm.mode, k + 2, options).results
     return [r for r in found if not _copies_body(r.text, task.body)][:k]
 
 
@@ -506,9 +521,11 @@ class ContextSettings:
     count_tokens: Callable[[str], int] = estimate_tokens
 
 
-def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -> Context:
+def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task: RepoTask, draft: str = "") -> Context:
     """The arm's context for the task within the budget: definitions, then similar code (fitted first for a
-    `similar_first` arm, shown last either way)."""
+    `similar_first` arm, shown last either way); a `draft` arm's none unless the draft invents a name."""
+    if arm.draft and not unknown_names(task, draft):
+        return Context(gated=NOTHING_INVENTED)
     context = Context()
     left = settings.budget
     similar = Context()
@@ -527,17 +544,17 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
         context.gated = _definitions(settings, kb, task, "auto").gated
         left -= context.tokens(settings.count_tokens)
     if arm.mode is not None and not arm.similar_first:
-        similar = _similar(settings, kb, arm, task, 1 if arm.definitions else K, left)
+        similar = _similar(settings, kb, arm, task, 1 if arm.definitions else K, left, draft)
     context.snippets += similar.snippets  # similar code last, nearest the file
     context.retrieved += similar.retrieved
     return context
 
 
 def _similar(
-    settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task: RepoTask, k: int, budget: int
+    settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task: RepoTask, k: int, budget: int, draft: str = ""
 ) -> Context:
     """The arm's k most similar snippets that fit the budget."""
-    found_code = retrieve(kb, arm, task, k)
+    found_code = retrieve(kb, arm, task, k, draft)
     texts, _ = fit_snippets([r.pruned_text for r in found_code], max(budget, 0), settings.count_tokens)
     return Context(
         [ContextItem(_package_path(r.path, task), t) for r, t in zip(found_code, texts, strict=False)],
@@ -579,8 +596,10 @@ def run_repo(run: RepoRun, progress: Progress = no_progress) -> list[RepoRecord]
                     kb = open_kbs[task.repository] = KnowledgeBase(
                         run.db_root / task.repository, embedder=run.embedder, cache_dir=run.cache_dir
                     )
+                written: dict[str, RepoRecord] = {}
                 generating = [REPO_ARMS[name] for name in run.arms if not REPO_ARMS[name].derived]
-                written = {arm.name: _one(run, kb, arm, task) for arm in generating}
+                for arm in sorted(generating, key=lambda a: a.draft):  # a draft arm reads infile's reply
+                    written[arm.name] = _one(run, kb, arm, task, written[BASELINE].body if arm.draft else "")
                 if AUTO in run.arms:
                     written[AUTO] = derive_auto(written[BASELINE], written[DEFS])
                 if CHECK in run.arms:
@@ -607,7 +626,7 @@ def derive_check(task: RepoTask, infile: RepoRecord, checked: RepoRecord) -> Rep
     arm's (a second generation, with context), else infile's; `gated` says which names, or why none."""
     invented = unknown_names(task, infile.body)
     chosen = checked if invented else infile
-    gated = None if invented else "the in-file reply names only what the package, its file and the builtins do"
+    gated = None if invented else NOTHING_INVENTED
     return replace(
         chosen,
         arm=CHECK,
@@ -616,8 +635,8 @@ def derive_check(task: RepoTask, infile: RepoRecord, checked: RepoRecord) -> Rep
     )
 
 
-def _one(run: RepoRun, kb: KnowledgeBase, arm: RepoArm, task: RepoTask) -> RepoRecord:
-    context = arm_context(ContextSettings(run.budget, run.names, run.generator.count_tokens), kb, arm, task)
+def _one(run: RepoRun, kb: KnowledgeBase, arm: RepoArm, task: RepoTask, draft: str = "") -> RepoRecord:
+    context = arm_context(ContextSettings(run.budget, run.names, run.generator.count_tokens), kb, arm, task, draft)
     layout = run.layouts.get(arm.name, DEFAULT_LAYOUT)
     reply, body = ask_model(run.generator, layout, task, context.snippets, run.params)
     record = score(task, arm.name, body, context.text)
