@@ -337,6 +337,9 @@ def test_a_body_naming_what_the_package_never_mentions_is_caught() -> None:
     assert unknown_names(task, bound) == []  # cut short: its bindings from the part that parses
     assert unknown_names(task, bound.replace("zz_handle:", "handle:")) == ["zz_handle"]
     assert "check_file" not in task.body and unknown_names(task, "return self.check_file(file)\n") == []
+    # the body being written is never read: importlib.import_module is named in import-linter only there
+    hidden = _task("importlinter/application/use_cases.py:_string_to_class")
+    assert "import_module" in hidden.body and unknown_names(hidden, hidden.body) == ["import_module"]
 
 
 def test_check_takes_the_second_reply_only_where_the_first_invents_a_name() -> None:

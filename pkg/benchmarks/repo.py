@@ -337,31 +337,34 @@ BUILTIN_NAMES = frozenset(
 
 
 def unknown_names(task: RepoTask, body: str) -> list[str]:
-    """The identifiers of a written body that nothing around it mentions: not the package (the task's file
-    without the body being written), not the builtins, and not the body's own bindings. A small model that
-    names such a thing has invented it (`self._check_file` in pathspec, which has only `check_file`)."""
-    named = {t.string for t in _tokens(body) if t.type == tokenize.NAME}
-    return sorted(named - BUILTIN_NAMES - _bound(body) - _package_names(task.repository) - _file_names(task))
+    """The identifiers of a written body that nothing around it mentions: not the package's other files, not
+    the task's file without the body being written, not the builtins, and not the body's own bindings. A
+    small model that names such a thing has invented it (`self._check_file` in pathspec, which has only
+    `check_file`). The body being written is never read: its names would hide what the model invented."""
+    return sorted(set(identifiers(body)) - BUILTIN_NAMES - _bound(body) - _file_names(task) - _other_files(task))
+
+
+def _other_files(task: RepoTask) -> frozenset[str]:
+    """Every identifier the package's files other than the task's mention."""
+    files = _package_files(task.repository)
+    return frozenset().union(*(_file_identifiers(path) for path in files if str(path) != task.path))
 
 
 @cache
-def _package_names(package: str) -> frozenset[str]:
-    """Every identifier the package's source files mention (read once per package)."""
-    return frozenset().union(*(_file_identifiers(path) for path in source_files(package_root(package))))
+def _package_files(package: str) -> tuple[Path, ...]:
+    return tuple(source_files(package_root(package)))
 
 
 @cache
 def _file_identifiers(path: Path) -> frozenset[str]:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    return frozenset(t.string for t in _tokens(text) if t.type == tokenize.NAME)
+    return frozenset(identifiers(path.read_text(encoding="utf-8", errors="replace")))
 
 
 def _file_names(task: RepoTask) -> set[str]:
     """The identifiers of the task's file around the body being written: the rest of the file is known."""
     lines = Path(task.path).read_text(encoding="utf-8").splitlines(keepends=True)
     start = task.body_line - 1
-    around = "".join(lines[:start] + lines[start + len(task.body.splitlines()) :])
-    return {t.string for t in _tokens(around) if t.type == tokenize.NAME}
+    return set(identifiers("".join(lines[:start] + lines[start + len(task.body.splitlines()) :])))
 
 
 def _bound(body: str) -> set[str]:

@@ -108,7 +108,7 @@ REPO_ARMS: dict[str, RepoArm] = {
             derived=True,
         ),
         # gates that read the reply instead of the code at hand; check's second reply is defs+func's, chosen on
-        # the pilot (60 tasks: +0.006 against defs' -0.000, chunk+next's +0.005 and bm25-chunk's +0.002)
+        # the pilot (60 tasks: +0.006 against defs' -0.000, chunk+next's +0.004 and bm25-chunk's +0.002)
         RepoArm(
             RECHECK,
             "where infile's reply invents a name: BM25 chunks for the code at hand and that reply together",
@@ -623,7 +623,7 @@ def derive_auto(infile: RepoRecord, defs: RepoRecord) -> RepoRecord:
 
 def derive_check(task: RepoTask, infile: RepoRecord, checked: RepoRecord) -> RepoRecord:
     """The check arm's record: where infile's body names identifiers the package never mentions, the checked
-    arm's (a second generation, with context), else infile's; `gated` says which names, or why none."""
+    arm's (a second generation, with context), else infile's with `gated` saying why no context."""
     invented = unknown_names(task, infile.body)
     chosen = checked if invented else infile
     gated = None if invented else NOTHING_INVENTED
