@@ -325,7 +325,9 @@ class KnowledgeBase:
         there when it differs from the file (or the file is not on disk). `names` takes all of the file's
         (default) or those used near the line; with `gate` auto (default) nothing is returned for code that uses
         only its own file's names and the builtins, or names the graph does not hold (`.gated` says which).
-        The options are `retrieval.definitions.ContextOptions`."""
+        With `draft` (Python drafted for the line, not in `text`), `.invented` lists the names it invents with
+        the definitions named like them, and auto gives context only when it invents one. The options are
+        `retrieval.definitions.ContextOptions`."""
         from retrieval.definitions import definitions_context  # noqa: PLC0415 (as in `build`)
 
         path = str(Path(path).resolve()) if text is None or Path(path).exists() else str(path)

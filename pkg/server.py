@@ -51,7 +51,7 @@ from pkg.evaluation.prompts import context_block, fit_snippets
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.progress import Progress
 from pkg.schema import BlockNode
-from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach
+from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach, describe_invented
 from retrieval.expand import Expand
 from retrieval.lexical import UNITS
 from retrieval.search import DEFAULT_MODE, MODES, Mode, Neighbour, Options, Result
@@ -628,23 +628,33 @@ class Tools:
                 json_schema_extra={"enum": [g.value for g in Gate]},
             ),
         ] = Gate.AUTO.value,
+        draft: Annotated[
+            str | None,
+            Field(
+                description="Python drafted for the line and not yet in `code` or the file (e.g. a model's reply): "
+                "the names it invents are listed in `invented` with the definitions named most like them, which "
+                "lead the context; with gate `auto`, context only when it invents one."
+            ),
+        ] = None,
     ) -> CallToolResult:
         """The definitions that the code being written uses from other files of the knowledge graph, as stubs
         (signatures with their docstring's first line, class outlines with fields and public methods, constant
         lines; never bodies), grouped by file and ranked by how near the line they are used, within `budget`
         tokens. Put them before the code in the prompt of the model that completes it. With gate `auto`, code that
-        needs nothing from elsewhere gets no context and `gated` says why."""
-        return await self._call(self._context_at, path, line, code, budget, names, gate)
+        needs nothing from elsewhere gets no context and `gated` says why. Given a `draft`, it checks the draft's
+        names: those that nothing in the graph or the file mentions were invented."""
+        return await self._call(self._context_at, path, line, code, budget, names, gate, draft)
 
     def _context_at(
-        self, path: str, line: int | None, code: str | None, budget: int, names: str, gate: str
+        self, path: str, line: int | None, code: str | None, budget: int, names: str, gate: str, draft: str | None
     ) -> CallToolResult:
         if not path.strip():
             raise ConfigError("give the path of the file being written")
         chosen = self.ws.readable(path.strip()) if code is None else path.strip()
-        found = self.ws.kb.context_at(chosen, line, code, budget=budget, names=names, gate=gate)
+        found = self.ws.kb.context_at(chosen, line, code, budget=budget, names=names, gate=gate, draft=draft)
         shown = found.text or f"no context: {found.gated or 'nothing the code uses from elsewhere fits the budget'}"
-        return _result(found.json(), shown)
+        invented = [f"invented: {describe_invented(name, chosen)}" for name in found.invented]
+        return _result(found.json(), "\n".join([*invented, shown]))
 
     async def search_docs(self, text: Text, k: K = 5) -> CallToolResult:
         """Search the documentation and JSON documents in the knowledge graph (tutorials converted to JSON,

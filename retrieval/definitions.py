@@ -44,6 +44,7 @@ from pkg.errors import ConfigError
 from pkg.graph import text_hash
 from pkg.schema import ClassNode, FileNode, NameNode
 from pkg.stores.base import GraphStore, code_tables
+from retrieval.invented import Invented, imported_modules, invented, vocabulary
 from retrieval.tokenize import estimate_tokens
 
 #: Tokens of context by default: a quarter of a 2k-token prompt.
@@ -70,7 +71,8 @@ _BUILTINS = frozenset(dir(builtins))
 
 class Gate(StrEnum):
     """Whether to return context: `auto` only when the code near the line (its enclosing top-level
-    function or class) uses names from elsewhere that the graph resolves, `always` whatever it uses."""
+    function or class) uses names from elsewhere that the graph resolves (given a draft: only when the draft
+    invents a name), `always` whatever it uses."""
 
     AUTO = "auto"
     ALWAYS = "always"
@@ -118,14 +120,15 @@ class Definition:
 @dataclass(frozen=True)
 class DefinitionsContext:
     """What `context_at` found: the definitions that fit the budget, their rendering (stubs grouped
-    by file under a `# path` header), the names used from elsewhere that resolved, and why `auto`
-    returned nothing (None when it returned context)."""
+    by file under a `# path` header), the names used from elsewhere that resolved, why `auto`
+    returned nothing (None when it returned context), and the names a draft invents."""
 
     definitions: list[Definition]
     text: str
     used: list[str]
     gated: str | None = None
     tokens: int = 0
+    invented: list[Invented] = field(default_factory=list)  # with a draft: the names it invents
 
     def json(self) -> dict[str, Any]:
         return {
@@ -134,6 +137,7 @@ class DefinitionsContext:
             "used": self.used,
             "gated": self.gated,
             "tokens": self.tokens,
+            "invented": [i.json() for i in self.invented],
         }
 
 
@@ -335,7 +339,7 @@ def _python_code(path: str, text: str, line: int, stored: FileNode | None) -> Co
         refs = {"imports": [list(i) for i in found.imports], "calls": [], "bases": [list(b) for b in found.bases]}
         record = FileNode(id="", source=path, lang="python", fingerprint="", module=found.module, refs=json.dumps(refs))
         imports = found.imports
-    code = CodeAtHand(path, "python", line, record, tree=tree, indexed=stored is not None)
+    code = CodeAtHand(path, "python", line, record, tree=tree, text=text, indexed=stored is not None)
     for bound, module, attr, _ in imports:
         code.imports.setdefault(bound, []).append((module, attr))
     if tree is None:
@@ -467,6 +471,7 @@ class _Found:
     weight: float = 0.0
     members: set[str] = field(default_factory=set)  # of a class: the members the code uses
     inherited: bool = False  # a base of the code's own class: its protected members are the code's too
+    suggested: bool = False  # a class shown for the members named like a draft's invented names, and only them
 
 
 def _external(code: CodeAtHand, use: NameUse) -> bool:
@@ -698,7 +703,7 @@ def _ranked(index: CodeIndex, found: dict[str, _Found]) -> list[tuple[_Found, fl
             found[target.id].members.add(member)
         graph.add_edge(edge.name_id, target.id)
     for entry in list(found.values()):
-        if isinstance(entry.node, ClassNode):
+        if isinstance(entry.node, ClassNode) and not entry.suggested:
             for base in index.linker.mro(entry.node)[1:2]:
                 found.setdefault(base.id, _Found(base.id, base))
                 graph.add_edge(entry.node.id, base.id)
@@ -793,6 +798,15 @@ def _class_stub(index: CodeIndex, cls: ClassNode, used: set[str], inherited: boo
     )
 
 
+def _suggested_stub(index: CodeIndex, cls: ClassNode, members: set[str]) -> _ClassStub:
+    """A class's header and only the methods named like a draft's invented names: the rest of a large class
+    would leave them out of the budget (mcp's Client for a draft's `self._list_tools`)."""
+    methods = [m for m in index.linker.members(cls) if m.name.rpartition(".")[2] in members]
+    signatures = index.signatures(methods)
+    header = _class_head(index, cls)[0]
+    return _ClassStub(header, "", [], [(m.name.rpartition(".")[2], signatures[m.id], True) for m in methods])
+
+
 def _class_head(index: CodeIndex, cls: ClassNode) -> tuple[str, str, list[str]]:
     """A class's header (its `class` line(s), decorators included), docstring line and fields, as built."""
     table = index.stubs(cls.source).get("classes", {}).get(cls.name, {})
@@ -810,6 +824,9 @@ def _stubs(index: CodeIndex, entry: _Found, shown: set[str]) -> tuple[str, list[
         sizes = (MODULE_LINES, 12, MODULE_LEAST_LINES)
         return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in sizes if outline))
     node = entry.node
+    if isinstance(node, ClassNode) and entry.suggested:
+        stub = _suggested_stub(index, node, entry.members)
+        return "class", list(dict.fromkeys(stub.render(level) for level in range(2)))
     if isinstance(node, ClassNode):
         stub = _class_stub(index, node, entry.members, entry.inherited)
         return "class", list(dict.fromkeys(stub.render(level) for level in range(CLASS_LEVELS)))
@@ -823,6 +840,8 @@ def _least_stub(index: CodeIndex, entry: _Found, shown: set[str]) -> str:
     (on the 20k-function stdlib graph, reading the stubs of those was half of a large file's call)."""
     if entry.module is not None:
         return "\n".join(_module_outline(index, entry.module[0], shown, MODULE_LEAST_LINES))
+    if isinstance(entry.node, ClassNode) and entry.suggested:
+        return _suggested_stub(index, entry.node, entry.members).render(1)
     if isinstance(entry.node, ClassNode):
         header, doc, _ = _class_head(index, entry.node)
         return _ClassStub(header, doc, [], []).render(CLASS_LEVELS - 1)
@@ -867,13 +886,15 @@ def _header_only(signature_text: str) -> str:
 
 class ContextOptions(TypedDict, total=False):
     """How `definitions_context` (and `KnowledgeBase.context_at`) answer: the token budget, which names
-    (`Reach`), the gate, how tokens are counted (default: estimated), and files whose definitions to leave out."""
+    (`Reach`), the gate, how tokens are counted (default: estimated), files whose definitions to leave out,
+    and a draft of the code (Python) to check for invented names."""
 
     budget: int
     names: Reach | str
     gate: Gate | str
     count_tokens: Callable[[str], int] | None
     exclude_sources: frozenset[str]
+    draft: str | None
 
 
 # Parsing a large module allocates ~10^5 objects, and each collection they set off scans every object the
@@ -887,7 +908,9 @@ def definitions_context(
 ) -> DefinitionsContext:
     """The definitions the code at `path` (or `text`, the code being written there) uses at `line`,
     from other files of the store, as stubs within `budget` tokens (counted by `count_tokens`, else
-    estimated). Definitions in `exclude_sources` and in the file itself are never returned."""
+    estimated). Definitions in `exclude_sources` and in the file itself are never returned. With a `draft`
+    (the code written there, not in `text`), the names it invents are listed with the definitions named most
+    like them, which lead the context, and the auto gate gives context only when it invents one."""
     names: Reach = _choice(Reach, options.get("names", DEFAULT_REACH), "names")
     gate: Gate = _choice(Gate, options.get("gate", Gate.AUTO), "gate")
     budget = options.get("budget", DEFAULT_BUDGET)
@@ -901,7 +924,11 @@ def definitions_context(
     found, external = _collect(index, code, names)
     found = _outside(found, exclude_sources)
     used = sorted({u for f in found.values() for u in f.uses if not u.startswith("base ")})
-    if gate is Gate.AUTO:
+    draft = options.get("draft")
+    new = _invented(index, code, draft, exclude_sources, found) if draft is not None else []
+    if gate is Gate.AUTO and draft is not None and not new:
+        return DefinitionsContext([], "", used, NOTHING_INVENTED)
+    if gate is Gate.AUTO and draft is None:
         # the gate reads the code near the line whatever `names` takes: with all of a file's names it
         # would open for nearly every file (155 of 157 cross-file and 74 of 100 in-file benchmark tasks)
         near_found, near_external = (found, external) if names is Reach.NEAR else _collect(index, code, Reach.NEAR)
@@ -910,8 +937,41 @@ def definitions_context(
     chosen = _fit(index, _ranked(index, found) if found else [], budget, count, code.path, exclude_sources)
     rendered = render(chosen, code.path)
     if gate is Gate.AUTO and not chosen:
-        return DefinitionsContext([], "", used, f"none of the definitions it uses fits the budget of {budget} tokens")
-    return DefinitionsContext(chosen, rendered, used, None, count(rendered) if rendered else 0)
+        reason = f"none of the definitions it uses fits the budget of {budget} tokens"
+        return DefinitionsContext([], "", used, reason, invented=new)
+    return DefinitionsContext(chosen, rendered, used, None, count(rendered) if rendered else 0, new)
+
+
+#: Why the auto gate gives no context for a draft.
+NOTHING_INVENTED = "the draft names only what the graph, its file and the builtins do"
+#: A definition named like an invented name weighs as much as this many uses on the line.
+SUGGESTED_WEIGHT = 2.0
+
+
+def _invented(
+    index: CodeIndex, code: CodeAtHand, draft: str, exclude: frozenset[str], found: dict[str, _Found]
+) -> list[Invented]:
+    """The names the draft invents; the definitions named like them join `found` ahead of the others."""
+    if code.lang != "python":
+        raise ConfigError(f"a draft is checked in Python only, not {code.lang}")
+    imports = {bound: [module for module, _ in targets] for bound, targets in code.imports.items()}
+    for bound, modules in imported_modules(draft).items():
+        imports.setdefault(bound, []).extend(modules)
+    outside = {bound for bound, modules in imports.items() if not any(m in index.linker.by_module for m in modules)}
+    new = invented(vocabulary(index), draft, (code.path, code.text, code.line), outside, exclude)
+    for name in new:
+        for node in name.suggestions:
+            owner, member = _owner(index, node)
+            if not member:
+                _add(found, (owner, ""), NameUse(name.name, code.line), SUGGESTED_WEIGHT)
+                continue
+            # apart from the class as the code uses it: trimmed to fit, that one may show the header alone
+            key = f"suggested:{owner.id}"
+            entry = found.setdefault(key, _Found(key, owner, suggested=True))
+            entry.members.add(member)
+            entry.uses[name.name] = None
+            entry.weight += SUGGESTED_WEIGHT
+    return new
 
 
 def _outside(found: dict[str, _Found], exclude_sources: frozenset[str]) -> dict[str, _Found]:
@@ -1022,6 +1082,13 @@ def display_path(source: str, here: str) -> str:
     while shared < min(len(parts) - 1, len(others)) and parts[shared] == others[shared]:
         shared += 1
     return str(Path(*parts[shared - 1 :])) if shared > 1 else source
+
+
+def describe_invented(name: Invented, here: str = "") -> str:
+    """An invented name and the definitions named like it, on one line: `_check_file (like PathSpec.check_files
+    at pathspec.py:159)`."""
+    like = ", ".join(f"{n.name} at {display_path(n.source, here)}:{n.start_line}" for n in name.suggestions)
+    return f"{name.name} (like {like})" if like else name.name
 
 
 def render(definitions: Sequence[Definition], here: str = "") -> str:

@@ -145,6 +145,43 @@ def test_the_defs_modes_answer_a_query_of_code(kb: KnowledgeBase) -> None:
     assert [r.name for r in both[:-1]] == [r.name for r in results] and both[-1].kind == "IMPL"
 
 
+#: pricing.py without checkout's body: the code at hand while a draft of that body is checked.
+WITHOUT_BODY = "".join((SHOP / "pricing.py").read_text().splitlines(keepends=True)[:7] + ["\n"] * 2)
+
+
+def test_a_draft_is_checked_for_names_nothing_mentions(kb: KnowledgeBase) -> None:
+    """A draft of checkout's body that misspells two names: each is listed with the definition named like it,
+    and those definitions lead the context; a draft naming only real things gets none under the auto gate."""
+    draft = "gross = cart.totals() * (1 + TAX_RATE)\nreturn u.round_mony(gross)\n"
+    found = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft=draft)
+    assert found.gated is None
+    assert [(i.name, [(s.name, s.source, s.start_line) for s in i.suggestions]) for i in found.invented] == [
+        ("round_mony", [("round_money", _at("util.py"), 1)]),
+        ("totals", [("Cart.total", _at("models.py"), 33)]),
+    ]
+    ranked = [d.name for d in found.definitions]
+    assert {"round_money", "Cart"} <= set(ranked) and ROUND_MONEY in found.text
+    assert "def total(self) -> float:" in _named(found.definitions)["Cart"].stub
+    assert found.json()["invented"][0] == {
+        "name": "round_mony",
+        "suggestions": [{"name": "round_money", "path": _at("util.py"), "line": 1}],
+    }
+    real = "subtotal = cart.total()\nreturn u.round_money(subtotal * (1 + TAX_RATE))\n"  # its own binding too
+    gated = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft=real)
+    assert (gated.invented, gated.definitions, gated.gated) == ([], [], definitions.NOTHING_INVENTED)
+    always = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft=real, gate="always")
+    assert always.invented == [] and {"Cart", "shop.util"} <= set(_named(always.definitions))  # the code's own
+    # a name mentioned only outside functions (Record's class attribute) is known: built without chunks, the
+    # files are read from disk; what a module the graph does not hold offers is not the graph's to judge
+    # (json.dumps: base.py uses only json.dump), unless the module is not imported either
+    outside = "import json\nreturn cart.kind, json.dumps(cart.as_dict())\n"
+    assert kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft=outside).invented == []
+    unimported = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft="return json.dumps(cart)\n").invented
+    assert [i.name for i in unimported] == ["dumps"]
+    with pytest.raises(ConfigError, match="Python only"):
+        kb.context_at(str(SHOP / "x.js"), 1, "let a = 1;\n", draft="b();\n")
+
+
 # -- no store needed --------------------------------------------------------------------------------
 
 
@@ -181,6 +218,14 @@ def test_pkg_context_prints_text_json_and_a_prompt(tmp_path: Path, env: dict[str
     assert prompt.index("def round_money") < prompt.index(f"# {_at('pricing.py')}\n") and prompt.rstrip().endswith(
         'def checkout(cart: Cart) -> float:\n    """The amount to pay for a cart, tax included."""'
     )
+    draft = tmp_path / "draft.py"
+    draft.write_text("return u.round_mony(cart.total())\n")
+    checked = run_cli("context", f"{_at('pricing.py')}:9", "--db", db, "--draft", str(draft), env_extra=env)
+    assert checked.returncode == 0, checked.stderr
+    assert "invented: round_mony (like round_money at shop/util.py:1)" in checked.stderr
+    assert checked.stdout.startswith("# shop/util.py\n" + ROUND_MONEY) or ROUND_MONEY in checked.stdout
+    both = run_cli("context", f"{_at('pricing.py')}:9", "--db", db, "--code", "-", "--draft", "-", env_extra=env)
+    assert both.returncode != 0 and "standard input" in both.stderr
     gated = run_cli("context", f"{_at('pricing.py')}:14", "--db", db, env_extra=env)
     assert gated.returncode == 0 and gated.stdout == "" and "no context:" in gated.stderr
     for wrong, message in ((f"{_at('pricing.py')}:0", "lines count from 1"), ("nowhere.py:3", "no file")):

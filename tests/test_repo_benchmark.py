@@ -35,6 +35,7 @@ from pkg.evaluation.prompts import TRUNCATED
 from pkg.evaluation.repo import (
     AUTO,
     CHECK,
+    DRAFT_DEFS,
     NOTHING_INVENTED,
     RECHECK,
     REPO_ARMS,
@@ -67,6 +68,7 @@ from pkg.evaluation.repo import (
 )
 from pkg.generators import make_generator
 from pkg.knowledge_base import KnowledgeBase
+from retrieval import definitions
 from retrieval.prompt import ContextItem
 from retrieval.tokenize import estimate_tokens
 from tests.conftest import run_cli
@@ -479,6 +481,19 @@ def test_a_draft_arm_retrieves_only_after_a_draft_that_invents_a_name(
         with_draft = [where(r, task) for r in retrieve(kb, recheck, task, 3, draft)]
         assert with_draft[: len(found.retrieved)] == found.retrieved
         assert with_draft != [where(r, task) for r in retrieve(kb, REPO_ARMS["bm25-chunk"], task, 3)]
+        # defs+draft: the product's check (context_at with the draft), on the same replies as the benchmark's
+        product = REPO_ARMS[DRAFT_DEFS]
+        assert arm_context(settings, kb, product, task, task.body).gated == definitions.NOTHING_INVENTED
+        misspelt = "if self.iter_state.zz_failed_before:\n    return self._post_retry_check_actons(retry_state)\n"
+        checked = arm_context(settings, kb, product, task, misspelt)
+        assert checked.gated is None and estimate_tokens(checked.text) <= 256 + 8
+        assert "_post_retry_check_actions" in checked.text  # BaseRetrying's stub, its protected method shown
+        for pilot in load_repo_tasks([TENACITY], per_stratum=PILOT_PER_STRATUM):
+            for body in (pilot.body, misspelt, draft):
+                found = kb.context_at(
+                    pilot.path, pilot.body_line - 1, pilot.file_without_body(), draft=body, gate="always"
+                )
+                assert [i.name for i in found.invented] == unknown_names(pilot, body), pilot.task_id
 
 
 @pytest.mark.model
@@ -487,7 +502,7 @@ def test_a_real_run_scores_every_arm_of_a_task_in_its_layout(
     tenacity_pkg: Path, module_embedder: Embedder, tmp_path: Path
 ) -> None:
     tasks = [_task("tenacity/tornadoweb.py:TornadoRetrying.__init__")]
-    arms = ["infile", "func-pkg", "defs", "defs+func", AUTO, CHECK, RECHECK]
+    arms = ["infile", "func-pkg", "defs", "defs+func", AUTO, CHECK, RECHECK, DRAFT_DEFS]
     layouts = {"infile": "chat", "func-pkg": "repo", "defs": "chat-context-first", "defs+func": "repo"}
     generator = make_generator("llama:smollm2-135m")
     try:
@@ -512,6 +527,8 @@ def test_a_real_run_scores_every_arm_of_a_task_in_its_layout(
     second = by_arm["defs+func"] if unknown_names(tasks[0], infile.body) else infile
     assert (by_arm[CHECK].reply, by_arm[CHECK].gated is None) == (second.reply, second is not infile)
     assert (by_arm[RECHECK].gated is None) == bool(by_arm[RECHECK].retrieved) == (second is not infile)
+    assert (by_arm[DRAFT_DEFS].gated is None) == bool(by_arm[DRAFT_DEFS].retrieved)
+    assert (by_arm[DRAFT_DEFS].gated is None) == bool(by_arm[DRAFT_DEFS].context)
     rows = summarise(records, arms)
     assert [row["tasks"] for row in rows] == [1] * len(arms)
     table = write_repo_report(tmp_path, records, arms, ["- a note"])

@@ -210,6 +210,19 @@ async def _definitions(client: Client, built: Built) -> None:
     assert same == json.loads(done.stdout)
     gated = await _ok(client, "context_at", {"path": new_file, "code": "def f(x):\n    return len(x)\n"})
     assert gated["definitions"] == [] and "own file" in gated["gated"]
+    # a draft of ring's body that misspells fibonacci: listed with the real one, whose stub leads the context
+    code_only = code.rsplit("    return", 1)[0]
+    draft = "return Circle(r).area() - fibonaci(3)\n"
+    checked = await client.call_tool("context_at", {"path": new_file, "code": code_only, "line": 4, "draft": draft})
+    assert not checked.is_error and checked.structured_content is not None, _text(checked)
+    assert checked.structured_content["invented"] == [
+        {"name": "fibonaci", "suggestions": [{"name": "fibonacci", "path": shapes, "line": 16}]}
+    ]
+    assert _text(checked).startswith("invented: fibonaci (like fibonacci at ") and "def fibonacci(n)" in _text(checked)
+    real = await _ok(
+        client, "context_at", {"path": new_file, "code": code_only, "line": 4, "draft": "return Circle(r).area()\n"}
+    )
+    assert real["invented"] == [] and real["definitions"] == [] and "draft names only" in real["gated"]
     await _refused(client, "context_at", {"path": "../outside.py"}, "outside the allowed roots")
 
 

@@ -11,12 +11,9 @@ number per repository and stratum.
 from __future__ import annotations
 
 import ast
-import builtins
 import hashlib
 import importlib.metadata
 import importlib.util
-import io
-import keyword
 import textwrap
 import tokenize
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,6 +24,7 @@ from pathlib import Path
 from pkg.benchmarks.cross_file import Needed, PackageModules, needed_symbols
 from pkg.code.syntax_tree import first_line
 from pkg.errors import BenchmarkError
+from retrieval.invented import identifiers, python_tokens, unknown
 from retrieval.tokenize import estimate_tokens
 
 REPO = "repo"
@@ -113,6 +111,12 @@ class RepoTask:
     def file_before_body(self) -> str:
         """The whole file up to the body: the code at hand for a tool that reads the editor's file."""
         return "".join(Path(self.path).read_text(encoding="utf-8").splitlines(keepends=True)[: self.body_line - 1])
+
+    def file_without_body(self) -> str:
+        """The whole file but the reference body: the function being written is left empty."""
+        lines = Path(self.path).read_text(encoding="utf-8").splitlines(keepends=True)
+        start = self.body_line - 1
+        return "".join(lines[:start] + lines[start + len(self.body.splitlines()) :])
 
     @property
     def function_name(self) -> str:
@@ -312,28 +316,7 @@ def code_lines(code: str) -> list[str]:
 
 def _comments(code: str) -> list[tuple[int, int]]:
     """Where each comment starts (line from 1, column); those before a tokenizing error on broken code."""
-    return [token.start for token in _tokens(code) if token.type == tokenize.COMMENT]
-
-
-def identifiers(code: str) -> list[str]:
-    """The identifiers of code in order (keywords left out); best effort on code that does not tokenize."""
-    return [t.string for t in _tokens(code) if t.type == tokenize.NAME and not keyword.iskeyword(t.string)]
-
-
-def _tokens(code: str) -> Iterator[tokenize.TokenInfo]:
-    """Python's tokens of code, up to where it stops tokenizing (code cut short, or not Python)."""
-    try:
-        yield from tokenize.generate_tokens(io.StringIO(code).readline)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return
-
-
-#: Names a body may use without the package mentioning them: the builtins and the attributes of built-in types.
-BUILTIN_NAMES = frozenset(
-    {*dir(builtins), *keyword.kwlist, "self", "cls"}.union(
-        *(dir(t) for t in (str, bytes, int, float, list, tuple, dict, set, frozenset, object, type, BaseException))
-    )
-)
+    return [token.start for token in python_tokens(code) if token.type == tokenize.COMMENT]
 
 
 def unknown_names(task: RepoTask, body: str) -> list[str]:
@@ -341,7 +324,7 @@ def unknown_names(task: RepoTask, body: str) -> list[str]:
     the task's file without the body being written, not the builtins, and not the body's own bindings. A
     small model that names such a thing has invented it (`self._check_file` in pathspec, which has only
     `check_file`). The body being written is never read: its names would hide what the model invented."""
-    return sorted(set(identifiers(body)) - BUILTIN_NAMES - _bound(body) - _file_names(task) - _other_files(task))
+    return unknown(body, _file_names(task) | _other_files(task))
 
 
 def _other_files(task: RepoTask) -> frozenset[str]:
@@ -362,36 +345,4 @@ def _file_identifiers(path: Path) -> frozenset[str]:
 
 def _file_names(task: RepoTask) -> set[str]:
     """The identifiers of the task's file around the body being written: the rest of the file is known."""
-    lines = Path(task.path).read_text(encoding="utf-8").splitlines(keepends=True)
-    start = task.body_line - 1
-    return set(identifiers("".join(lines[:start] + lines[start + len(task.body.splitlines()) :])))
-
-
-def _bound(body: str) -> set[str]:
-    """The names a body binds (assigned, looped over, imported, defined, caught, `self.x = `, and keyword
-    arguments' names), read from the longest part of it that parses: a reply cut at the token limit ends
-    mid-statement."""
-    lines = textwrap.dedent(body).splitlines(keepends=True)
-    for end in range(len(lines), 0, -1):
-        last = lines[end - 1]
-        opened = f"{last[: len(last) - len(last.lstrip())]}    pass\n"  # a block the cut left without a body
-        for text in ("".join(lines[:end]), "".join(lines[:end]) + opened):
-            try:
-                return set().union(*map(_binds, ast.walk(ast.parse(text))))
-            except SyntaxError:
-                continue
-    return set()
-
-
-def _binds(node: ast.AST) -> set[str]:
-    if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Store):
-        return {node.id if isinstance(node, ast.Name) else node.attr}
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return {node.name}
-    if isinstance(node, ast.arg | ast.keyword) and node.arg:
-        return {node.arg}  # a keyword argument's name is the callee's, often another package's (`check=True`)
-    if isinstance(node, ast.ExceptHandler) and node.name:
-        return {node.name}
-    if isinstance(node, ast.alias):
-        return {(node.asname or node.name).split(".")[0]}
-    return set()
+    return set(identifiers(task.file_without_body()))

@@ -19,7 +19,7 @@ from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.embedders.tuning import TuneSettings
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.stores import STORES
-from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach, context_prompt
+from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach, context_prompt, describe_invented
 from retrieval.expand import EXPAND_BUDGET, Expand
 from retrieval.fusion import FUSION_WEIGHTS, RRF_K, Fusion
 from retrieval.lexical import UNITS
@@ -492,6 +492,15 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
     help="The code being written at PATH, when it differs from the file on disk ('-': standard input).",
 )
 @click.option(
+    "--draft",
+    "draft_file",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    help="Python drafted for the line (e.g. a model's reply, not yet in the code): list the names it invents, "
+    "which no file of the PKG, the code at PATH nor the builtins mention, with the definitions named most like "
+    "them, which lead the context; with gate auto, context only when it invents one ('-': standard input).",
+)
+@click.option(
     "--budget",
     type=click.IntRange(min=1),
     default=DEFAULT_BUDGET,
@@ -519,6 +528,7 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
 def context(
     location: str,
     code_file: Any,
+    draft_file: Any,
     budget: int,
     names: str,
     gate: str,
@@ -530,11 +540,18 @@ def context(
     class outlines, constants; never bodies), nearest uses first, within a token budget. PATH need not
     be in the PKG; LINE defaults to the file's last line."""
     path, line = _path_and_line(location)
+    if code_file is not None and draft_file is not None and code_file.name == draft_file.name == "<stdin>":
+        raise click.BadParameter("--code and --draft cannot both read standard input", param_hint="--draft")
     text = code_file.read() if code_file is not None else None
+    draft = draft_file.read() if draft_file is not None else None
     if text is None and not Path(path).is_file():
         raise click.ClickException(f"no file {path!r} (give the code with --code)")
     with knowledge_base(db_dir, store) as kb:
-        found = kb.context_at(path, line, text, budget=budget, names=names, gate=gate)
+        found = kb.context_at(path, line, text, budget=budget, names=names, gate=gate, draft=draft)
+    if fmt != "json":
+        here = str(Path(path).resolve()) if Path(path).exists() else path  # as context_at reads it
+        for name in found.invented:
+            click.echo(f"invented: {describe_invented(name, here)}", err=True)
     if fmt == "json":
         click.echo(json.dumps(found.json()))
     elif fmt == "prompt":

@@ -73,6 +73,7 @@ DEFS = "defs"
 AUTO = "auto"
 CHECK = "check"
 RECHECK = "recheck"
+DRAFT_DEFS = "defs+draft"
 #: The arm whose reply the check takes where in-file's names something the package does not.
 CHECKED = "defs+func"
 NOTHING_INVENTED = "the in-file reply names only what the package, its file and the builtins do"
@@ -113,6 +114,17 @@ REPO_ARMS: dict[str, RepoArm] = {
             RECHECK,
             "where infile's reply invents a name: BM25 chunks for the code at hand and that reply together",
             Mode.BM25_CHUNK,
+            draft=True,
+        ),
+        # the product's form of the check: context_at given the reply as its draft (its gate opens only where the
+        # draft invents a name: the check's replies but 6 whose only invented names are attributes of modules outside
+        # the package, os.path.relpath), the definitions named like the invented names leading those the code uses;
+        # the code at hand is the task's file without the body
+        RepoArm(
+            DRAFT_DEFS,
+            "where infile's reply invents a name: context_at with that reply as its draft (definitions named like the"
+            " invented names first)",
+            definitions=True,
             draft=True,
         ),
         RepoArm(
@@ -524,6 +536,8 @@ class ContextSettings:
 def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task: RepoTask, draft: str = "") -> Context:
     """The arm's context for the task within the budget: definitions, then similar code (fitted first for a
     `similar_first` arm, shown last either way); a `draft` arm's none unless the draft invents a name."""
+    if arm.draft and arm.definitions:
+        return _draft_definitions(settings, kb, task, draft)
     if arm.draft and not unknown_names(task, draft):
         return Context(gated=NOTHING_INVENTED)
     context = Context()
@@ -533,14 +547,7 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
         similar = _similar(settings, kb, arm, task, 1, settings.budget // 2)
         left -= similar.tokens(settings.count_tokens)
     if arm.definitions:
-        found = _definitions(replace(settings, budget=left), kb, task, "always")
-        by_file: dict[str, list[str]] = {}
-        for definition in found.definitions:
-            by_file.setdefault(_package_path(definition.path, task), []).append(definition.stub.rstrip())
-        context.snippets = [ContextItem(path, "\n\n".join(stubs)) for path, stubs in by_file.items()]
-        context.retrieved = [
-            f"{_package_path(d.path, task)}:{d.lines[0]}-{d.lines[1]} {d.name}" for d in found.definitions
-        ]
+        context = _stubs_context(_definitions(replace(settings, budget=left), kb, task, "always"), task)
         context.gated = _definitions(settings, kb, task, "auto").gated
         left -= context.tokens(settings.count_tokens)
     if arm.mode is not None and not arm.similar_first:
@@ -548,6 +555,34 @@ def arm_context(settings: ContextSettings, kb: KnowledgeBase, arm: RepoArm, task
     context.snippets += similar.snippets  # similar code last, nearest the file
     context.retrieved += similar.retrieved
     return context
+
+
+def _stubs_context(found: DefinitionsContext, task: RepoTask) -> Context:
+    """The definitions found as snippets, one per file."""
+    by_file: dict[str, list[str]] = {}
+    for definition in found.definitions:
+        by_file.setdefault(_package_path(definition.path, task), []).append(definition.stub.rstrip())
+    return Context(
+        [ContextItem(path, "\n\n".join(stubs)) for path, stubs in by_file.items()],
+        [f"{_package_path(d.path, task)}:{d.lines[0]}-{d.lines[1]} {d.name}" for d in found.definitions],
+        found.gated,
+    )
+
+
+def _draft_definitions(settings: ContextSettings, kb: KnowledgeBase, task: RepoTask, draft: str) -> Context:
+    """context_at with the draft, for the task's file without its body (an editor's file, the function being
+    written left empty), at the body's first line."""
+    found = kb.context_at(
+        task.path,
+        task.body_line - 1,
+        task.file_without_body(),
+        budget=settings.budget,
+        names=settings.names,
+        gate="auto",
+        count_tokens=settings.count_tokens,
+        draft=draft,
+    )
+    return _stubs_context(found, task)
 
 
 def _similar(
