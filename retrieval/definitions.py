@@ -954,10 +954,15 @@ def _invented(
     """The names the draft invents; the definitions named like them join `found` ahead of the others."""
     if code.lang != "python":
         raise ConfigError(f"a draft is checked in Python only, not {code.lang}")
-    imports = {bound: [module for module, _ in targets] for bound, targets in code.imports.items()}
-    for bound, modules in imported_modules(draft).items():
-        imports.setdefault(bound, []).extend(modules)
-    outside = {bound for bound, modules in imports.items() if not any(m in index.linker.by_module for m in modules)}
+    imports = {bound: list(targets) for bound, targets in code.imports.items()}
+    for bound, targets in imported_modules(draft).items():
+        imports.setdefault(bound, []).extend(targets)
+    modules = index.linker.by_module
+    outside = {  # `from x import y`: y is module x.y if the graph holds it, else an attribute of x
+        bound
+        for bound, targets in imports.items()
+        if not any(_judged(index, f"{m}.{a}" if a and f"{m}.{a}" in modules else m) for m, a in targets)
+    }
     new = invented(vocabulary(index), draft, (code.path, code.text, code.line), outside, exclude)
     for name in new:
         for node in name.suggestions:
@@ -972,6 +977,16 @@ def _invented(
             entry.uses[name.name] = None
             entry.weight += SUGGESTED_WEIGHT
     return new
+
+
+def _judged(index: CodeIndex, module: str) -> bool:
+    """Whether the graph knows all a module offers: it holds the module, and the module takes nothing with
+    `import *` from one it does not hold (os's `from posix import *` offers forkpty, which no file mentions)."""
+    sources = index.linker.by_module.get(module, [])
+    imports = (entry for source in sources for entry in index.refs(source)["imports"])
+    return bool(sources) and not any(
+        bound == "*" and origin not in index.linker.by_module for bound, origin, *_ in imports
+    )
 
 
 def _outside(found: dict[str, _Found], exclude_sources: frozenset[str]) -> dict[str, _Found]:

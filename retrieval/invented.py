@@ -93,20 +93,19 @@ def _longest_parse(body: str) -> ast.Module | None:
     return None
 
 
-def imported_modules(body: str) -> dict[str, list[str]]:
-    """What each name a body's imports bind may be: `import a.b` binds a to module a, `from a import b` b to
-    module a.b or to an attribute of a (both listed)."""
+def imported_modules(body: str) -> dict[str, list[tuple[str, str | None]]]:
+    """What each name a body's imports bind, as (module, attribute): `import a.b` binds a to (a, None),
+    `import a.b as c` c to (a.b, None), `from a import b` b to (a, b), which is module a.b or an attribute of a."""
     tree = _longest_parse(body)
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[tuple[str, str | None]]] = {}
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Import):
             for alias in node.names:
-                found.setdefault(alias.asname or alias.name.split(".")[0], []).append(
-                    alias.name if alias.asname else alias.name.split(".")[0]
-                )
+                module = alias.name if alias.asname else alias.name.split(".")[0]
+                found.setdefault(alias.asname or module, []).append((module, None))
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
-                found.setdefault(alias.asname or alias.name, []).extend([f"{node.module}.{alias.name}", node.module])
+                found.setdefault(alias.asname or alias.name, []).append((node.module, alias.name))
     return found
 
 

@@ -182,6 +182,24 @@ def test_a_draft_is_checked_for_names_nothing_mentions(kb: KnowledgeBase) -> Non
         kb.context_at(str(SHOP / "x.js"), 1, "let a = 1;\n", draft="b();\n")
 
 
+def test_a_draft_may_use_what_a_star_import_from_outside_the_graph_offers(
+    module_embedder: CachedEmbedder, tmp_path: Path
+) -> None:
+    """os takes forkpty from posix with `import *`; the graph cannot know all such a module offers."""
+    package = tmp_path / "lib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "platform_ops.py").write_text("from json import *\n\n\ndef dump_all(items):\n    return dumps(items)\n")
+    (package / "plain.py").write_text("import json\n\n\ndef load_all(text):\n    return json.loads(text)\n")
+    kb = KnowledgeBase(tmp_path / "kb", embedder=module_embedder)
+    kb.build([package], parts=["functions"])
+    here = str(package / "user.py")
+    code = "from lib import platform_ops, plain\n\n\ndef run(x):\n"
+    star = kb.context_at(here, 4, code, draft="return platform_ops.JSONDecoder(x)\n", gate="always")
+    plain = kb.context_at(here, 4, code, draft="return plain.JSONDecoder(x)\n", gate="always")
+    assert (star.invented, [i.name for i in plain.invented]) == ([], ["JSONDecoder"])
+
+
 # -- no store needed --------------------------------------------------------------------------------
 
 
