@@ -623,8 +623,7 @@ class Tools:
             str,
             Field(
                 description="auto: no context when the code near the line uses only its own file's names and the "
-                "builtins; "
-                "always: context whatever it uses.",
+                "builtins (given a draft: when the draft invents no name); always: context whatever it uses.",
                 json_schema_extra={"enum": [g.value for g in Gate]},
             ),
         ] = Gate.AUTO.value,

@@ -516,8 +516,8 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
     type=click.Choice([g.value for g in Gate]),
     default=Gate.AUTO.value,
     show_default=True,
-    help="auto: nothing when the code near the line uses only its own file's names and the builtins; "
-    "always: whatever it uses.",
+    help="auto: nothing when the code near the line uses only its own file's names and the builtins (with "
+    "--draft: when the draft invents no name); always: whatever it uses.",
 )
 @format_option(
     ["text", "json", "prompt"],
