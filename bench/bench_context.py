@@ -68,7 +68,7 @@ def timed_calls(kb: KnowledgeBase, positions: list[tuple[str, int]]) -> tuple[li
 
 def draft_calls(kb: KnowledgeBase, picks: list[NameNode]) -> tuple[list[tuple[float, float]], list[list[str]]]:
     """Each draft check's (wall, CPU) seconds and the names it calls invented: the draft is the function's own
-    body (its lines after the first), the code at hand its file without them. A real body invents nothing, so
+    body (the lines after its signature), the code at hand its file without them. A real body invents nothing, so
     what is flagged is the check's false alarms on real code."""
     seconds, flagged = [], []
     for name in picks:
