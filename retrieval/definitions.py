@@ -44,7 +44,7 @@ from pkg.errors import ConfigError
 from pkg.graph import text_hash
 from pkg.schema import ClassNode, FileNode, NameNode
 from pkg.stores.base import GraphStore, code_tables
-from retrieval.invented import Invented, imported_modules, invented, vocabulary
+from retrieval.invented import Invented, invented, longest_parse, vocabulary
 from retrieval.tokenize import estimate_tokens
 
 #: Tokens of context by default: a quarter of a 2k-token prompt.
@@ -672,9 +672,17 @@ def _owner(index: CodeIndex, node: NameNode | ClassNode) -> tuple[NameNode | Cla
     return node, ""
 
 
-def _add(found: dict[str, _Found], owned: tuple[NameNode | ClassNode, str], use: NameUse, weight: float) -> None:
+def _add(
+    found: dict[str, _Found],
+    owned: tuple[NameNode | ClassNode, str],
+    use: NameUse,
+    weight: float,
+    suggested: bool = False,
+) -> None:
+    """A use reaching a definition (a class's `member`); a `suggested` class's entry is its own, keyed apart."""
     node, member = owned
-    entry = found.setdefault(node.id, _Found(node.id, node))
+    key = f"suggested:{node.id}" if suggested else node.id
+    entry = found.setdefault(key, _Found(key, node, suggested=suggested))
     entry.uses[use.dotted] = None
     entry.weight += weight
     if member:
@@ -955,8 +963,8 @@ def _invented(
     if code.lang != "python":
         raise ConfigError(f"a draft is checked in Python only, not {code.lang}")
     imports = {bound: list(targets) for bound, targets in code.imports.items()}
-    for bound, targets in imported_modules(draft).items():
-        imports.setdefault(bound, []).extend(targets)
+    for bound, module, attr, _ in python_structure(code.path, draft, longest_parse(draft), types=False).imports:
+        imports.setdefault(bound, []).append((module, attr))  # the draft's own, read as the file's are
     modules = index.linker.by_module
     outside = {  # `from x import y`: y is module x.y if the graph holds it, else an attribute of x
         bound
@@ -966,16 +974,9 @@ def _invented(
     new = invented(vocabulary(index), draft, (code.path, code.text, code.line), outside, exclude)
     for name in new:
         for node in name.suggestions:
-            owner, member = _owner(index, node)
-            if not member:
-                _add(found, (owner, ""), NameUse(name.name, code.line), SUGGESTED_WEIGHT)
-                continue
-            # apart from the class as the code uses it: trimmed to fit, that one may show the header alone
-            key = f"suggested:{owner.id}"
-            entry = found.setdefault(key, _Found(key, owner, suggested=True))
-            entry.members.add(member)
-            entry.uses[name.name] = None
-            entry.weight += SUGGESTED_WEIGHT
+            owned = _owner(index, node)
+            # a method apart from its class as the code uses it: trimmed to fit, that one may show the header alone
+            _add(found, owned, NameUse(name.name, code.line), SUGGESTED_WEIGHT, suggested=bool(owned[1]))
     return new
 
 

@@ -75,11 +75,11 @@ def mentioned(code: str) -> set[str]:
 def bound_names(body: str) -> set[str]:
     """The names a body binds (assigned, looped over, imported, defined, caught, `self.x = `, and keyword
     arguments' names), read from the longest part of it that parses."""
-    tree = _longest_parse(body)
+    tree = longest_parse(body)
     return set().union(*map(_binds, ast.walk(tree))) if tree is not None else set()
 
 
-def _longest_parse(body: str) -> ast.Module | None:
+def longest_parse(body: str) -> ast.Module | None:
     """The longest part of a body that parses, from its start: a reply cut at its token limit ends mid-statement."""
     lines = textwrap.dedent(body).splitlines(keepends=True)
     for end in range(len(lines), 0, -1):
@@ -93,25 +93,9 @@ def _longest_parse(body: str) -> ast.Module | None:
     return None
 
 
-def imported_modules(body: str) -> dict[str, list[tuple[str, str | None]]]:
-    """What each name a body's imports bind, as (module, attribute): `import a.b` binds a to (a, None),
-    `import a.b as c` c to (a.b, None), `from a import b` b to (a, b), which is module a.b or an attribute of a."""
-    tree = _longest_parse(body)
-    found: dict[str, list[tuple[str, str | None]]] = {}
-    for node in ast.walk(tree) if tree is not None else ():
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                module = alias.name if alias.asname else alias.name.split(".")[0]
-                found.setdefault(alias.asname or module, []).append((module, None))
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                found.setdefault(alias.asname or alias.name, []).append((node.module, alias.name))
-    return found
-
-
 def attributes_of(body: str, heads: set[str]) -> set[str]:
     """The attribute names a body reads from the names `heads` (`json.dumps`: dumps, for json)."""
-    tree = _longest_parse(body)
+    tree = longest_parse(body)
     found: set[str] = set()
     for use in python_uses(tree) if tree is not None else []:
         head, *rest = use.dotted.split(".")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.invented import attributes_of, bound_names, identifiers, imported_modules, mentioned, unknown
+from retrieval.invented import attributes_of, bound_names, identifiers, mentioned, unknown
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 #: What `mentioned` reads that the tokenizer does not: the prefixes of string literals.
@@ -41,16 +41,6 @@ def test_unknown_leaves_out_builtins_bindings_and_what_is_known() -> None:
     draft = "result = self.zz_helper(len(items)).strip()\nreturn zz_known(result)\n"
     assert unknown(draft, {"items"}) == ["zz_helper", "zz_known"]
     assert unknown(draft, {"items", "zz_known"}) == ["zz_helper"]
-
-
-def test_a_bodys_imports_say_what_each_name_may_be() -> None:
-    body = "import os.path\nimport xml.dom as dom\nfrom json import loads as parse, dumps\nfrom . import sibling\n"
-    assert imported_modules(body) == {
-        "os": [("os", None)],
-        "dom": [("xml.dom", None)],
-        "parse": [("json", "loads")],
-        "dumps": [("json", "dumps")],
-    }  # a relative import is the code at hand's to resolve
 
 
 def test_attributes_are_read_from_the_heads_asked_for() -> None:
