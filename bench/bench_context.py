@@ -1,5 +1,6 @@
 """Definitions context's cost: `context_at` per call, warm and cold, on the ~20k-function standard-library
-graph, a draft check's (a function's own body checked for invented names, cold and warm), and what recording
+graph, a draft check's (a function's own body checked for invented names, cold and warm), the second round of a
+draft that invents a name (the body with its first call misspelt: the similar code searched too), and what recording
 the class and constant stubs and the names each file uses adds to a build. Each
 call is timed by the wall clock and by the process's CPU time (the figure that holds on a busy machine).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -72,16 +74,41 @@ def draft_calls(kb: KnowledgeBase, picks: list[NameNode]) -> tuple[list[tuple[fl
     what is flagged is the check's false alarms on real code."""
     seconds, flagged = [], []
     for name in picks:
-        source = Path(name.source).read_text(encoding="utf-8", errors="replace")
-        lines = source.splitlines(keepends=True)
-        first = _body_line(source, name)
-        body = "".join(lines[first - 1 : name.end_line])
-        text = "".join(lines[: first - 1] + lines[name.end_line :])
+        body, text = _body_and_rest(name)
         started, cpu = time.perf_counter(), time.process_time()
         found = kb.context_at(name.source, name.start_line, text, draft=body)
         seconds.append((time.perf_counter() - started, time.process_time() - cpu))
         flagged.append([i.name for i in found.invented])
     return seconds, flagged
+
+
+#: The first name a body calls: the name a "misspelt" draft changes so that it invents one.
+FIRST_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
+
+
+def misspelt_calls(kb: KnowledgeBase, picks: list[NameNode]) -> tuple[list[tuple[float, float]], list[int]]:
+    """Each second round's (wall, CPU) seconds and how many similar snippets it returned: the draft is the
+    function's own body with the first name it calls misspelt (`zz` appended: an invented name), so that the
+    check opens the gate and the chunks like the code and the draft are searched (BM25) beside the definitions."""
+    seconds, similar = [], []
+    for name in picks:
+        body, text = _body_and_rest(name)
+        misspelt = FIRST_CALL.sub(lambda m: f"{m.group(1)}zz(", body, count=1)
+        if misspelt == body:
+            continue
+        started, cpu = time.perf_counter(), time.process_time()
+        found = kb.context_at(name.source, name.start_line, text, draft=misspelt)
+        seconds.append((time.perf_counter() - started, time.process_time() - cpu))
+        similar.append(len(found.similar))
+    return seconds, similar
+
+
+def _body_and_rest(name: NameNode) -> tuple[str, str]:
+    """A function's body (the lines after its signature) and its file without them."""
+    source = Path(name.source).read_text(encoding="utf-8", errors="replace")
+    lines = source.splitlines(keepends=True)
+    first = _body_line(source, name)
+    return "".join(lines[first - 1 : name.end_line]), "".join(lines[: first - 1] + lines[name.end_line :])
 
 
 def _body_line(source: str, name: NameNode) -> int:
@@ -136,6 +163,7 @@ def main() -> None:
         warm, answers = timed_calls(kb, positions[1:])
         again, _ = timed_calls(kb, positions[1:])
         drafts, flagged = draft_calls(kb, picks)
+        rounds, similar = misspelt_calls(kb, picks)
     given = [a for a in answers if not a["gated"]]
     result |= {
         "cold_first_call_ms": round(cold[0][0] * 1000, 1),
@@ -155,6 +183,15 @@ def main() -> None:
             "warm": summary(drafts[1:]),
             "real_bodies_flagged": sum(bool(f) for f in flagged),
             "flagged_examples": [f for f in flagged if f][:10],
+        },
+        # a draft that invents a name (the body's first call misspelt): the check, then the second round (the
+        # BM25 chunk index opened by the first such call, then the definitions fitted beside the snippets)
+        "second_round": {
+            "first_call_ms": round(rounds[0][0] * 1000, 1),
+            "first_call_cpu_ms": round(rounds[0][1] * 1000, 1),
+            "warm": summary(rounds[1:]),
+            "with_similar": sum(bool(n) for n in similar),
+            "mean_similar": round(statistics.fmean(similar), 2),
         },
         "finished": utc_now(),
         "load_after": machine()["load"],

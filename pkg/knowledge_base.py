@@ -318,7 +318,12 @@ class KnowledgeBase:
         return retrieve(self.store, None if lexical else self.embedder, text, mode, k, self.db_dir, options)
 
     def context_at(
-        self, path: str | Path, line: int | None = None, text: str | None = None, **options: Unpack[ContextOptions]
+        self,
+        path: str | Path,
+        line: int | None = None,
+        text: str | None = None,
+        similar: int | None = None,
+        **options: Unpack[ContextOptions],
     ) -> DefinitionsContext:
         """The definitions, from other files of the PKG, of the names the code at `path` uses at `line`
         (default: its end), as stubs within `budget` tokens (default 512); `text` is the code being written
@@ -326,12 +331,14 @@ class KnowledgeBase:
         (default) or those used near the line; with `gate` auto (default) nothing is returned for code that uses
         only its own file's names and the builtins, or names the graph does not hold (`.gated` says which).
         With `draft` (Python drafted for the line, not in `text`), `.invented` lists the names it invents with
-        the definitions named like them, and auto gives context only when it invents one. The options are
-        `retrieval.definitions.ContextOptions`."""
-        from retrieval.definitions import definitions_context  # noqa: PLC0415 (as in `build`)
+        the definitions named like them, auto gives context only when it invents one, and then `.similar` holds
+        the `similar` snippets (default 3) of other files most like the code and the draft, in at most half the
+        budget. The options are `retrieval.definitions.ContextOptions`."""
+        from retrieval.second_round import SIMILAR, draft_context  # noqa: PLC0415 (as in `build`)
 
         path = str(Path(path).resolve()) if text is None or Path(path).exists() else str(path)
-        return definitions_context(self.store, path, line, text, **options)
+        similar = SIMILAR if similar is None else similar
+        return draft_context(self.store, self.db_dir, path, line, text, similar, **options)
 
     def calls(self, name: str, callers: bool = False, limit: int = 20) -> list[FunctionCalls]:
         """The functions (each once, at most NAME_MATCHES) whose qualified name is `name` or ends with

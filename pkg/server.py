@@ -47,14 +47,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ingest.parse import BuildReport
 from pkg.embedders import Embedder
 from pkg.errors import ConfigError, PkgError
-from pkg.evaluation.prompts import context_block, fit_snippets
+from pkg.evaluation.prompts import context_block
 from pkg.knowledge_base import KnowledgeBase, calls_json, outline_json
 from pkg.progress import Progress
 from pkg.schema import BlockNode
 from retrieval.definitions import DEFAULT_BUDGET, DEFAULT_REACH, Gate, Reach, describe_invented
 from retrieval.expand import Expand
 from retrieval.lexical import UNITS
+from retrieval.prompt import fit_snippets
 from retrieval.search import DEFAULT_MODE, MODES, Mode, Neighbour, Options, Result
+from retrieval.second_round import SIMILAR
 from retrieval.tokenize import estimate_tokens
 
 #: Where the Streamable HTTP transport answers.
@@ -632,25 +634,43 @@ class Tools:
             Field(
                 description="Python drafted for the line and not yet in `code` or the file (e.g. a model's reply): "
                 "the names it invents are listed in `invented` with the definitions named most like them, which "
-                "lead the context; with gate `auto`, context only when it invents one."
+                "lead the context, with the code most like the draft (`similar`); with gate `auto`, context only "
+                "when it invents one."
             ),
         ] = None,
+        similar: Annotated[
+            int,
+            Field(
+                description="Given a draft that invents a name: how many snippets of other files most like the code "
+                "before the line and the draft to add (BM25 over chunks), in at most half the budget.",
+                ge=0,
+            ),
+        ] = SIMILAR,
     ) -> CallToolResult:
         """The definitions that the code being written uses from other files of the knowledge graph, as stubs
         (signatures with their docstring's first line, class outlines with fields and public methods, constant
         lines; never bodies), grouped by file and ranked by how near the line they are used, within `budget`
         tokens. Put them before the code in the prompt of the model that completes it. With gate `auto`, code that
         needs nothing from elsewhere gets no context and `gated` says why. Given a `draft`, it checks the draft's
-        names: those that nothing in the graph or the file mentions were invented."""
-        return await self._call(self._context_at, path, line, code, budget, names, gate, draft)
+        names: those that nothing in the graph or the file mentions were invented; then code of other files like the
+        draft follows the definitions (on our repository benchmark, what helped a small model write it again)."""
+        return await self._call(self._context_at, path, line, code, budget, names, gate, draft, similar)
 
     def _context_at(
-        self, path: str, line: int | None, code: str | None, budget: int, names: str, gate: str, draft: str | None
+        self,
+        path: str,
+        line: int | None,
+        code: str | None,
+        budget: int,
+        names: str,
+        gate: str,
+        draft: str | None,
+        similar: int,
     ) -> CallToolResult:
         if not path.strip():
             raise ConfigError("give the path of the file being written")
         chosen = self.ws.readable(path.strip()) if code is None else path.strip()
-        found = self.ws.kb.context_at(chosen, line, code, budget=budget, names=names, gate=gate, draft=draft)
+        found = self.ws.kb.context_at(chosen, line, code, similar, budget=budget, names=names, gate=gate, draft=draft)
         shown = found.text or f"no context: {found.gated or 'nothing the code uses from elsewhere fits the budget'}"
         invented = [f"invented: {describe_invented(name, chosen)}" for name in found.invented]
         return _result(found.json(), "\n".join([*invented, shown]))

@@ -120,8 +120,9 @@ class Definition:
 @dataclass(frozen=True)
 class DefinitionsContext:
     """What `context_at` found: the definitions that fit the budget, their rendering (stubs grouped
-    by file under a `# path` header), the names used from elsewhere that resolved, why `auto`
-    returned nothing (None when it returned context), and the names a draft invents."""
+    by file under a `# path` header, then any similar code under `# path:first-last`), the names used from
+    elsewhere that resolved, why `auto` returned nothing (None when it returned context), the names a draft
+    invents, and the code most like the code at hand and such a draft (retrieval.second_round)."""
 
     definitions: list[Definition]
     text: str
@@ -129,6 +130,7 @@ class DefinitionsContext:
     gated: str | None = None
     tokens: int = 0
     invented: list[Invented] = field(default_factory=list)  # with a draft: the names it invents
+    similar: list[SimilarCode] = field(default_factory=list)
 
     def json(self) -> dict[str, Any]:
         return {
@@ -138,7 +140,22 @@ class DefinitionsContext:
             "gated": self.gated,
             "tokens": self.tokens,
             "invented": [i.json() for i in self.invented],
+            "similar": [s.json() for s in self.similar],
         }
+
+
+@dataclass(frozen=True)
+class SimilarCode:
+    """A snippet of another file like the code at hand and its draft: its file, lines, name and text (cut
+    to the budget)."""
+
+    path: str
+    lines: tuple[int, int]
+    name: str
+    code: str
+
+    def json(self) -> dict[str, Any]:
+        return {"path": self.path, "lines": list(self.lines), "name": self.name, "code": self.code}
 
 
 # -- the corpus's tables, once per store state -------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -12,6 +12,36 @@ class ContextItem:
 
     title: str
     code: str
+
+
+#: What ends a snippet cut to fit a budget.
+TRUNCATED = "# … (truncated)"
+
+
+def fit_snippets(snippets: Sequence[str], budget: int, count: Callable[[str], int]) -> tuple[list[str], bool]:
+    """The snippets cut to `budget` tokens in all: whole snippets while they fit, then the first that
+    does not, cut at a line boundary (a whole docs page can be one corpus item). Whether anything
+    was cut comes second."""
+    kept: list[str] = []
+    used = 0
+    for snippet in snippets:
+        size = count(snippet)
+        if used + size <= budget:
+            kept.append(snippet)
+            used += size
+            continue
+        lines = snippet.splitlines()
+        low, high = 0, len(lines)  # the most lines that fit, by bisection
+        while low < high:
+            middle = (low + high + 1) // 2
+            if used + count("\n".join(lines[:middle]) + "\n" + TRUNCATED) <= budget:
+                low = middle
+            else:
+                high = middle - 1
+        if low:
+            kept.append("\n".join(lines[:low]) + "\n" + TRUNCATED)
+        return kept, True
+    return kept, False
 
 
 def augmented_prompt(query: str, items: Sequence[ContextItem]) -> str:

@@ -17,6 +17,7 @@ from pkg.errors import ConfigError
 from pkg.knowledge_base import KnowledgeBase
 from retrieval import definitions
 from retrieval.definitions import Definition, read_code, render
+from retrieval.prompt import TRUNCATED
 from retrieval.search import Options
 from retrieval.tokenize import estimate_tokens
 from tests.conftest import FIXTURES, run_cli
@@ -182,6 +183,43 @@ def test_a_draft_is_checked_for_names_nothing_mentions(kb: KnowledgeBase) -> Non
         kb.context_at(str(SHOP / "x.js"), 1, "let a = 1;\n", draft="b();\n")
 
 
+def test_a_draft_that_invents_a_name_brings_code_like_it(
+    open_store: Opener,  # noqa: F811
+    module_embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> None:
+    """Built with chunks, a draft that invents a name gets, after the definitions, the chunks of other files most
+    like the code and the draft, in at most half the budget; `similar=0` and a draft that invents nothing, none."""
+    kb = KnowledgeBase(tmp_path / "kb", open_store("second"), module_embedder)
+    kb.build([SHOP.parent])
+    draft = "gross = cart.totals() * (1 + TAX_RATE)\nreturn u.round_mony(gross)\n"
+    found = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft=draft)
+    assert found.similar and _at("pricing.py") not in {s.path for s in found.similar}
+    assert [s for s in found.similar if s.code.endswith(TRUNCATED)] in ([], found.similar[-1:])  # cut to fit
+    for snippet in found.similar:  # each is its file's text at its lines
+        lines = Path(snippet.path).read_text().splitlines()[snippet.lines[0] - 1 : snippet.lines[1]]
+        assert "\n".join(lines).strip().startswith(snippet.code.removesuffix(TRUNCATED).strip())
+    assert sum(estimate_tokens(s.code) for s in found.similar) <= 256 and found.tokens <= 512
+    first = found.similar[0]
+    header = f"# {Path(first.path).relative_to(SHOP.parent)}:{first.lines[0]}-{first.lines[1]}\n"
+    assert ROUND_MONEY in found.text and found.text.index(ROUND_MONEY) < found.text.index(header)
+    assert found.json()["similar"][0] == {
+        "path": first.path,
+        "lines": list(first.lines),
+        "name": first.name,
+        "code": first.code,
+    }
+    alone = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, 0, draft=draft)
+    assert alone.similar == [] and header not in alone.text and ROUND_MONEY in alone.text
+    tight = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, budget=40, draft=draft)
+    assert sum(estimate_tokens(s.code) for s in tight.similar) <= 20 and tight.tokens <= 40
+    real = "subtotal = cart.total()\nreturn u.round_money(subtotal * (1 + TAX_RATE))\n"
+    assert kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft=real, gate="always").similar == []
+    assert kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY).similar == []  # no draft, no second round
+    with pytest.raises(ConfigError, match="negative"):
+        kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, -1, draft=draft)
+
+
 def test_a_draft_may_use_what_a_star_import_from_outside_the_graph_offers(
     module_embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
@@ -242,6 +280,8 @@ def test_pkg_context_prints_text_json_and_a_prompt(tmp_path: Path, env: dict[str
     assert checked.returncode == 0, checked.stderr
     assert "invented: round_mony (like round_money at shop/util.py:1)" in checked.stderr
     assert ROUND_MONEY in checked.stdout  # the definition named like it
+    negative = run_cli("context", f"{_at('pricing.py')}:9", "--db", db, "--draft", str(draft), "--similar", "-1")
+    assert negative.returncode != 0 and "--similar" in negative.stderr
     both = run_cli("context", f"{_at('pricing.py')}:9", "--db", db, "--code", "-", "--draft", "-", env_extra=env)
     assert both.returncode != 0 and "standard input" in both.stderr
     gated = run_cli("context", f"{_at('pricing.py')}:14", "--db", db, env_extra=env)

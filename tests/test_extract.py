@@ -6,7 +6,8 @@ import ast
 
 from pkg.benchmarks import load_humaneval
 from pkg.evaluation.extract import code_blocks, code_from_reply, sanitize
-from pkg.evaluation.prompts import TRUNCATED, build_messages, fit_snippets
+from pkg.evaluation.prompts import build_messages
+from retrieval.prompt import TRUNCATED, fit_snippets
 
 REPLY = """Here is the solution:
 

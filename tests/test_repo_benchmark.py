@@ -31,7 +31,6 @@ from pkg.benchmarks.repo import (
 )
 from pkg.embedders import Embedder
 from pkg.errors import BenchmarkError, ConfigError
-from pkg.evaluation.prompts import TRUNCATED
 from pkg.evaluation.repo import (
     AUTO,
     CHECK,
@@ -69,7 +68,7 @@ from pkg.evaluation.repo import (
 from pkg.generators import make_generator
 from pkg.knowledge_base import KnowledgeBase
 from retrieval import definitions
-from retrieval.prompt import ContextItem
+from retrieval.prompt import TRUNCATED, ContextItem
 from retrieval.tokenize import estimate_tokens
 from tests.conftest import run_cli
 
@@ -488,6 +487,9 @@ def test_a_draft_arm_retrieves_only_after_a_draft_that_invents_a_name(
         checked = arm_context(settings, kb, product, task, misspelt)
         assert checked.gated is None and estimate_tokens(checked.text) <= 256 + 8
         assert "_post_retry_check_actions" in checked.text  # BaseRetrying's stub, its protected method shown
+        # then the second round's code like the code and the draft, nearest the file
+        again = kb.context_at(task.path, task.body_line - 1, task.file_without_body(), budget=256, draft=misspelt)
+        assert again.similar and checked.snippets[-1].code == again.similar[-1].code
         for pilot in load_repo_tasks([TENACITY], per_stratum=PILOT_PER_STRATUM):
             for body in (pilot.body, misspelt, draft):
                 found = kb.context_at(

@@ -219,6 +219,12 @@ async def _definitions(client: Client, built: Built) -> None:
         {"name": "fibonaci", "suggestions": [{"name": "fibonacci", "path": shapes, "line": 16}]}
     ]
     assert _text(checked).startswith("invented: fibonaci (like fibonacci at ") and "def fibonacci(n)" in _text(checked)
+    # then code of other files like the code and the draft (the corpus is built with chunks), unless similar is 0
+    similar = checked.structured_content["similar"]
+    assert similar and new_file not in {s["path"] for s in similar} and similar[-1]["code"] in _text(checked)
+    without = {"path": new_file, "code": code_only, "line": 4, "draft": draft, "similar": 0}
+    alone = await _ok(client, "context_at", without)
+    assert alone["similar"] == [] and alone["invented"] == checked.structured_content["invented"]
     real = await _ok(
         client, "context_at", {"path": new_file, "code": code_only, "line": 4, "draft": "return Circle(r).area()\n"}
     )

@@ -24,6 +24,7 @@ from retrieval.expand import EXPAND_BUDGET, Expand
 from retrieval.fusion import FUSION_WEIGHTS, RRF_K, Fusion
 from retrieval.lexical import UNITS
 from retrieval.search import DEFAULT_MODE, MODES, Neighbour, Options
+from retrieval.second_round import SIMILAR
 
 
 class StageBars:
@@ -498,7 +499,16 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
     default=None,
     help="Python drafted for the line (e.g. a model's reply, not yet in the code): list the names it invents, "
     "which no file of the PKG, the code at PATH nor the builtins mention, with the definitions named most like "
-    "them, which lead the context; with gate auto, context only when it invents one ('-': standard input).",
+    "them, which lead the context, and code like the draft (--similar); with gate auto, context only when it "
+    "invents one ('-': standard input).",
+)
+@click.option(
+    "--similar",
+    type=click.IntRange(min=0),
+    default=SIMILAR,
+    show_default=True,
+    help="With a --draft that invents a name: this many snippets of other files most like the code before the "
+    "line and the draft (BM25 over chunks), after the definitions, in at most half the budget (0: none).",
 )
 @click.option(
     "--budget",
@@ -529,6 +539,7 @@ def context(
     location: str,
     code_file: Any,
     draft_file: Any,
+    similar: int,
     budget: int,
     names: str,
     gate: str,
@@ -547,7 +558,7 @@ def context(
     if text is None and not Path(path).is_file():
         raise click.ClickException(f"no file {path!r} (give the code with --code)")
     with knowledge_base(db_dir, store) as kb:
-        found = kb.context_at(path, line, text, budget=budget, names=names, gate=gate, draft=draft)
+        found = kb.context_at(path, line, text, similar, budget=budget, names=names, gate=gate, draft=draft)
     if fmt != "json":
         here = str(Path(path).resolve()) if Path(path).exists() else path  # as context_at reads it
         for name in found.invented:
@@ -559,7 +570,7 @@ def context(
         click.echo(context_prompt(found, path, code, line))
     elif found.gated:
         click.echo(f"no context: {found.gated}", err=True)
-    elif not found.definitions:
+    elif not found.text:
         click.echo("no context: nothing the code uses from elsewhere fits the budget", err=True)
     else:
         click.echo(found.text, nl=False)

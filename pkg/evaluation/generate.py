@@ -17,7 +17,7 @@ from pkg.benchmarks import Problem
 from pkg.errors import ConfigError
 from pkg.evaluation.arms import GENERATING, Retriever, expand_names
 from pkg.evaluation.extract import code_from_reply
-from pkg.evaluation.prompts import build_messages, context_block, fit_snippets
+from pkg.evaluation.prompts import build_messages, context_block
 from pkg.evaluation.run import RunSettings
 from pkg.evaluation.tasks import candidate as candidate_of
 from pkg.evaluation.tasks import shown_task
@@ -28,6 +28,7 @@ from rerank.policies.examiner import RUN_LIMITS
 from rerank.policies.written_tests import ShownTask, write_tests
 from rerank.reranker import cosine_similarities
 from rerank.sandbox import Sandbox
+from retrieval.prompt import fit_snippets
 
 DEFAULT_ARMS = ("norag", "func-pkg", "func-bm25", "chunk")
 TASK_ID = "task"

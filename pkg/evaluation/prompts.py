@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from pkg.benchmarks import Problem
 from pkg.generators.base import Message
@@ -12,33 +12,6 @@ REPLY_FORMAT = "Answer with the complete solution, imports included, in a single
 
 #: Context tokens a prompt may carry, at most: with 512 new tokens and the task, it fits a 4k window.
 CONTEXT_BUDGET = 2048
-TRUNCATED = "# … (truncated)"
-
-
-def fit_snippets(snippets: Sequence[str], budget: int, count: Callable[[str], int]) -> tuple[list[str], bool]:
-    """The snippets cut to `budget` tokens in all: whole snippets while they fit, then the first that
-    does not, cut at a line boundary (a whole docs page can be one corpus item). Whether anything
-    was cut comes second."""
-    kept: list[str] = []
-    used = 0
-    for snippet in snippets:
-        size = count(snippet)
-        if used + size <= budget:
-            kept.append(snippet)
-            used += size
-            continue
-        lines = snippet.splitlines()
-        low, high = 0, len(lines)  # the most lines that fit, by bisection
-        while low < high:
-            middle = (low + high + 1) // 2
-            if used + count("\n".join(lines[:middle]) + "\n" + TRUNCATED) <= budget:
-                low = middle
-            else:
-                high = middle - 1
-        if low:
-            kept.append("\n".join(lines[:low]) + "\n" + TRUNCATED)
-        return kept, True
-    return kept, False
 
 
 def context_block(snippets: Sequence[str]) -> str:

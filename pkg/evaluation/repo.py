@@ -39,12 +39,12 @@ from pkg.embedders import Embedder
 from pkg.errors import ConfigError
 from pkg.evaluation.arms import expand_names
 from pkg.evaluation.extract import code_blocks
-from pkg.evaluation.prompts import context_block, fit_snippets
+from pkg.evaluation.prompts import context_block
 from pkg.generators.base import Completion, GenerationParams, Generator, Message
 from pkg.knowledge_base import KnowledgeBase
 from pkg.progress import Progress, no_progress
 from retrieval.definitions import DEFAULT_REACH, DefinitionsContext
-from retrieval.prompt import ContextItem
+from retrieval.prompt import ContextItem, fit_snippets
 from retrieval.search import Mode, Neighbour, Options, Result
 from retrieval.tokenize import estimate_tokens
 
@@ -123,7 +123,7 @@ REPO_ARMS: dict[str, RepoArm] = {
         RepoArm(
             DRAFT_DEFS,
             "where infile's reply invents a name: context_at with that reply as its draft (definitions named like the"
-            " invented names first)",
+            " invented names first, then code like the code at hand and the reply)",
             definitions=True,
             draft=True,
         ),
@@ -571,7 +571,8 @@ def _stubs_context(found: DefinitionsContext, task: RepoTask) -> Context:
 
 def _draft_definitions(settings: ContextSettings, kb: KnowledgeBase, task: RepoTask, draft: str) -> Context:
     """context_at with the draft, for the task's file without its body (an editor's file, the function being
-    written left empty), at the body's first line."""
+    written left empty), at the body's first line: its stubs, then its similar code but any copy of the body
+    (what is left of the budget then stays unused)."""
     found = kb.context_at(
         task.path,
         task.body_line - 1,
@@ -582,7 +583,12 @@ def _draft_definitions(settings: ContextSettings, kb: KnowledgeBase, task: RepoT
         count_tokens=settings.count_tokens,
         draft=draft,
     )
-    return _stubs_context(found, task)
+    context = _stubs_context(found, task)
+    for snippet in found.similar:
+        if not _copies_body(snippet.code, task.body):
+            context.snippets.append(ContextItem(_package_path(snippet.path, task), snippet.code))
+            context.retrieved.append(f"{_package_path(snippet.path, task)}:{snippet.lines[0]}-{snippet.lines[1]}")
+    return context
 
 
 def _similar(

@@ -23,7 +23,7 @@ from pkg.evaluation.arms import (
     Sampled,
 )
 from pkg.evaluation.extract import code_from_reply
-from pkg.evaluation.prompts import CONTEXT_BUDGET, build_messages, context_block, fit_snippets
+from pkg.evaluation.prompts import CONTEXT_BUDGET, build_messages, context_block
 from pkg.evaluation.reuse import reuses_context
 from pkg.evaluation.tasks import candidate, policy_task, shown_task
 from pkg.generators.base import GenerationParams, Generator, generate_many
@@ -32,6 +32,7 @@ from rerank.policies import Policy, Selection, assess, programs_to_assess
 from rerank.policies.written_tests import TEST_PARAMS, write_tests
 from rerank.reranker import Evidence, choose, cosine_similarities, parses
 from rerank.sandbox import Limits, Outcome, Sandbox
+from retrieval.prompt import fit_snippets
 
 
 def _counter(progress: Progress, stage: str, total: int) -> Callable[[int], None]:
