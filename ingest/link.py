@@ -155,6 +155,7 @@ class Linker:
         self._reads_memo: dict[str, dict[str, set[str]]] = {}  # source -> function id -> what it calls or reads
         self._contents: dict[str, list[tuple[_File, str, str]]] | None = None  # class id -> what is put in
         self._element_memo: dict[str, list[Value]] = {}
+        self._bound_memo: dict[str, list[NameNode]] | None = None  # _class_bound's
         # What names resolve to, once the bases are known (a name is read at many sites: 15% of the
         # linking at 100k functions)
         self._dotted_memo: dict[tuple[str, int], list[NameNode | ClassNode]] = {}
@@ -757,7 +758,23 @@ class Linker:
             return []
         found = self.by_last.get((_family(f.record.lang), name), [])
         methods = [n for n in found if n.name.count(".") and ".<locals>." not in n.name and not name.startswith("__")]
+        if len(found) == 1 and not methods and found[0] in self._class_bound().get(name, []):
+            methods = found  # email's Message.walk: `from email.iterators import walk` in the class body
         return [(methods[0], "name-only")] if len(found) == 1 and methods else []
+
+    def _class_bound(self) -> dict[str, list[NameNode]]:
+        """Module-level functions a class body binds under their own name (``from email.iterators import
+        walk`` in ``Message``, or ``walk = walk``): methods of that class by another path; built when first
+        asked."""
+        if self._bound_memo is None:
+            self._bound_memo = defaultdict(list)
+            for f in self.files.values():
+                for (_, attr), entries in f.fields.items() if f.record.lang == "python" else []:
+                    for scope, expression, class_level in entries:
+                        if class_level and expression == attr:
+                            targets, _ = self._python_target(f, _scopes(scope), attr)
+                            self._bound_memo[attr] += [t for t in targets if isinstance(t, NameNode)]
+        return self._bound_memo
 
     def _python_target(self, f: _File, scopes: Sequence[str], text: str) -> tuple[list[NameNode | ClassNode], str]:
         """What a dotted name means in a file where names are looked up under the scope prefixes

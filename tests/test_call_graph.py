@@ -458,18 +458,23 @@ _CLASS_BODY = {
         def first(message: Message):
             return next(message.walk())
         """,
+    "use.py": """        def each(node):
+            return list(node.walk())
+        """,
 }
 
 
 def test_a_class_body_binding_a_method_or_an_import_gives_the_class_a_method(tmp_path: Path) -> None:
     """``__str__ = as_string`` and ``from walking import walk`` in a class body: what the name calls is
-    the method or the imported function (the standard library has 378 such aliases), and such a function
-    called on an instance gets it as its first argument."""
+    the method or the imported function (the standard library has 378 such aliases), also for a receiver of
+    no known type when no other function has that name, and such a function called on an instance gets it as
+    its first argument."""
     assert _calls_in(tmp_path, _CLASS_BODY) == {
         ("Message.show", "Message.as_string", "instance"),
         ("Message.parts", "walk", "instance"),
         ("Message.adopt", "attach", "instance"),
         ("first", "walk", "annotation"),
+        ("each", "walk", "name-only"),  # of an unknown receiver: the one function a class binds as `walk`
         ("walk", "Message.subparts", "inferred"),  # self: what its callers call it on
         ("attach", "Message.as_string", "inferred"),  # other: the argument after the receiver
     }
