@@ -31,7 +31,8 @@ from pkg.schema import Calls, ClassNode, FileNode, Imports, Inherits, NameNode
 
 #: How a CALLS edge was resolved, most certain first: a function of an enclosing scope or the file
 #: (local); through an import (import); a method through the caller's class and its bases (self),
-#: or an override of it in a subclass (override); through the bases only (super); a method of a
+#: or an override of it in a subclass (override, also for a receiver of a declared type or one holding
+#: instances of a class and of its subclass); through the bases only (super); a method of a
 #: receiver whose type comes from constructor calls (instance: ``x = C(); x.m()``, also through
 #: ``self.x = C()`` and class attributes), from an annotation on the way (annotation: ``ctx: Context``,
 #: ``-> Context``, ``isinstance(x, C)``) or from what an unannotated function returns, its callers
@@ -317,6 +318,7 @@ class Linker:
         receiver, _, member = text.rpartition(".")
         values, how = self._values(f, scope, receiver, line)
         found = [found for value in values for found in self._member_of(value, member, how)]
+        found += self._slot_overrides(values, member, found)
         if not found and values:  # an attribute holding a class or a function: self.formatter_class()
             held, how = self._attribute(values, member, how, 0)
             found = [(node, how) for kind, node in held if kind in "cf"]
@@ -357,6 +359,19 @@ class Linker:
         if kind == "i" and how == "annotation":  # a declared type may be a subclass; a constructed one is not
             found = self._dispatched(found, [(n, "override") for n in self._overrides(node, member)])
         return found or [(c, how) for c in self.classes.get((node.source, f"{node.name}.{member}"), [])]
+
+    def _slot_overrides(
+        self, values: list[Value], member: str, found: list[tuple[NameNode | ClassNode, str]]
+    ) -> list[tuple[NameNode | ClassNode, str]]:
+        """The overrides a receiver that holds instances of a class and of a subclass of it may run: such a
+        receiver is a slot for the class's family (configparser's `self._interpolation` holds the class
+        attribute `Interpolation()` or a subclass's `BasicInterpolation()`, and the tests pass an
+        `ExtendedInterpolation()`), so every override of the method in the base's subclasses, as `override`."""
+        held = [node for kind, node in values if kind == "i" and isinstance(node, ClassNode)]
+        bases = [c for c in held if any(c in self.mro(other)[1:] for other in held)]
+        known = {node for node, _ in found}
+        overrides = [n for base in bases for n in self._overrides(base, member) if n not in known]
+        return [(n, "override") for n in dict.fromkeys(overrides)]
 
     def _property(self, f: _File, scope: str, line: int, text: str, kind: str) -> list[tuple[NameNode, str]]:
         """The getter (get) or setter (set) that reading or writing `receiver.attr` runs, and how it

@@ -480,6 +480,61 @@ def test_a_class_body_binding_a_method_or_an_import_gives_the_class_a_method(tmp
     }
 
 
+_SLOT = {
+    "interpolation.py": """\
+        class Interpolation:
+            def before_get(self, value):
+                return value
+
+
+        class BasicInterpolation(Interpolation):
+            def before_get(self, value):
+                return value.strip()
+
+
+        class ExtendedInterpolation(Interpolation):
+            def before_get(self, value):
+                return value.upper()
+
+
+        class Parser:
+            _DEFAULT = Interpolation()
+
+            def __init__(self, interpolation=None):
+                self._interpolation = interpolation
+                if interpolation is None:
+                    self._interpolation = self._DEFAULT
+
+            def get(self, value):
+                return self._interpolation.before_get(value)
+
+
+        class StrictParser(Parser):
+            _DEFAULT = BasicInterpolation()
+
+
+        class Fixed:
+            def __init__(self):
+                self.only = BasicInterpolation()
+
+            def get(self, value):
+                return self.only.before_get(value)
+        """,
+}
+
+
+def test_a_receiver_holding_a_class_and_its_subclass_reaches_the_family(tmp_path: Path) -> None:
+    """configparser's interpolation: `self._interpolation` holds the class attribute a subclass overrides, so it
+    is a slot for the family and a caller may pass another member (ExtendedInterpolation); a receiver holding
+    one class alone does not."""
+    assert _calls_in(tmp_path, _SLOT) == {
+        ("Parser.get", "Interpolation.before_get", "inferred"),
+        ("Parser.get", "BasicInterpolation.before_get", "inferred"),
+        ("Parser.get", "ExtendedInterpolation.before_get", "override"),
+        ("Fixed.get", "BasicInterpolation.before_get", "instance"),
+    }
+
+
 _DISPATCH = {
     "cmd.py": """\
         import abc
