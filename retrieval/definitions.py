@@ -764,6 +764,10 @@ def _indented(text: str, indent: str = "    ") -> list[str]:
     return [indent + line[base:] for line in lines]
 
 
+#: The line of a class stub whose members were all left out.
+_ELIDED = "    ..."
+
+
 @dataclass
 class _ClassStub:
     """A class's stub at decreasing detail: header, doc, fields, methods (used ones first)."""
@@ -792,7 +796,7 @@ class _ClassStub:
             )
             lines += _indented(shown)
         if len(lines) == 1 + bool(self.doc):
-            lines.append("    ...")
+            lines.append(_ELIDED)
         return "\n".join(lines)
 
 
@@ -1083,7 +1087,25 @@ def _fit(
         least = pick.levels[pick.level][1]
         pick.level = next(i for i, (_, cost) in enumerate(pick.levels) if used - least + cost <= budget)
         used += pick.levels[pick.level][1] - least
-    return [_definition(p.entry, p.kind, p.levels[p.level][0], p.score) for p in picks]
+    return [_definition(p.entry, p.kind, p.levels[p.level][0], p.score) for p in _shown_once(picks)]
+
+
+def _shown_once(picks: list[_Pick]) -> list[_Pick]:
+    """The picks without a class stub whose lines another stub of the same class shows: a class the code uses,
+    trimmed to its header, beside the stub of its methods named like a draft's invented names (tenacity's
+    `class BaseRetrying(ABC): ...` was printed twice), or the methods' stub when the class's shows them."""
+    by_class: dict[str, list[int]] = {}
+    for position, pick in enumerate(picks):
+        if isinstance(pick.entry.node, ClassNode):
+            by_class.setdefault(pick.entry.node.id, []).append(position)
+    dropped: set[int] = set()
+    for twins in (positions for positions in by_class.values() if len(positions) == 2):
+        first, second = (set(picks[i].levels[picks[i].level][0].splitlines()) - {_ELIDED} for i in twins)
+        if first <= second:
+            dropped.add(twins[0])
+        elif second <= first:
+            dropped.add(twins[1])
+    return [pick for position, pick in enumerate(picks) if position not in dropped]
 
 
 def _last_name(entry: _Found) -> str:

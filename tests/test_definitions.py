@@ -162,6 +162,7 @@ def test_a_draft_is_checked_for_names_nothing_mentions(kb: KnowledgeBase) -> Non
     ]
     ranked = [d.name for d in found.definitions]
     assert {"round_money", "Cart"} <= set(ranked) and ROUND_MONEY in found.text
+    assert len(ranked) == len(set(ranked))  # Cart once: its stub shows the method named like `totals`
     assert "def total(self) -> float:" in _named(found.definitions)["Cart"].stub
     assert found.json()["invented"][0] == {
         "name": "round_mony",
