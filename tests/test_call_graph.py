@@ -458,7 +458,8 @@ _CLASS_BODY = {
         def first(message: Message):
             return next(message.walk())
         """,
-    "use.py": """        def each(node):
+    "use.py": """\
+        def each(node):
             return list(node.walk())
         """,
 }
