@@ -515,6 +515,9 @@ class Linker:
                 values, how = values + found, _weakest(how, found_how)
             if not any(e for e, _, _ in entries):
                 values, how = self._passed(f, where, name, depth)
+            elif not any(e.startswith(":") for e, _, _ in entries):  # a default is one value of many
+                passed, _ = self._passed(f, where, name, depth)
+                values, how = values + passed, _weakest(how, "inferred") if passed else how
         else:
             return self._module_path(f, scope, segments, depth)
         if called:

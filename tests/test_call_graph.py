@@ -536,6 +536,49 @@ def test_a_receiver_holding_a_class_and_its_subclass_reaches_the_family(tmp_path
     }
 
 
+_DEFAULTED = {
+    "policies.py": """\
+        class Compat:
+            def fetch(self, value):
+                return value
+
+
+        class Modern:
+            def fetch(self, value):
+                return value.strip()
+
+
+        compat = Compat()
+        modern = Modern()
+
+
+        class Message:
+            def __init__(self, policy=compat):
+                self.policy = policy
+
+            def get(self, value):
+                return self.policy.fetch(value)
+
+
+        class Part(Message):
+            def __init__(self, policy=None):
+                if policy is None:
+                    policy = modern
+                super().__init__(policy)
+        """,
+}
+
+
+def test_a_parameter_with_a_default_also_holds_what_its_callers_pass(tmp_path: Path) -> None:
+    """email's `Message.__init__(self, policy=compat32)`: the default is one value of the parameter, and
+    `MIMEPart` passes the `default` policy (an EmailPolicy), so `self.policy.header_fetch_parse` may run either."""
+    assert _calls_in(tmp_path, _DEFAULTED) == {
+        ("Message.get", "Compat.fetch", "inferred"),
+        ("Message.get", "Modern.fetch", "inferred"),
+        ("Part.__init__", "Message.__init__", "super"),
+    }
+
+
 _DISPATCH = {
     "cmd.py": """\
         import abc
