@@ -283,6 +283,8 @@ def test_pkg_context_prints_text_json_and_a_prompt(tmp_path: Path, env: dict[str
     assert ROUND_MONEY in checked.stdout  # the definition named like it
     negative = run_cli("context", f"{_at('pricing.py')}:9", "--db", db, "--draft", str(draft), "--similar", "-1")
     assert negative.returncode != 0 and "--similar" in negative.stderr
+    undrafted = run_cli("context", f"{_at('pricing.py')}:9", "--db", db, "--similar", "2")
+    assert undrafted.returncode != 0 and "give --draft" in undrafted.stderr
     both = run_cli("context", f"{_at('pricing.py')}:9", "--db", db, "--code", "-", "--draft", "-", env_extra=env)
     assert both.returncode != 0 and "standard input" in both.stderr
     gated = run_cli("context", f"{_at('pricing.py')}:14", "--db", db, env_extra=env)

@@ -505,10 +505,10 @@ def _path_and_line(spec: str) -> tuple[str, int | None]:
 @click.option(
     "--similar",
     type=click.IntRange(min=0),
-    default=SIMILAR,
-    show_default=True,
+    default=None,
     help="With a --draft that invents a name: this many snippets of other files most like the code before the "
-    "line and the draft (BM25 over chunks), after the definitions, in at most half the budget (0: none).",
+    f"line and the draft (BM25 over chunks), after the definitions, in at most half the budget ({SIMILAR} by "
+    "default; 0: none).",
 )
 @click.option(
     "--budget",
@@ -539,7 +539,7 @@ def context(
     location: str,
     code_file: Any,
     draft_file: Any,
-    similar: int,
+    similar: int | None,
     budget: int,
     names: str,
     gate: str,
@@ -553,6 +553,8 @@ def context(
     path, line = _path_and_line(location)
     if code_file is not None and draft_file is not None and code_file.name == draft_file.name == "<stdin>":
         raise click.BadParameter("--code and --draft cannot both read standard input", param_hint="--draft")
+    if similar is not None and draft_file is None:
+        raise click.BadParameter("similar code is searched for a draft: give --draft too", param_hint="--similar")
     text = code_file.read() if code_file is not None else None
     draft = draft_file.read() if draft_file is not None else None
     if text is None and not Path(path).is_file():
