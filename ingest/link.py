@@ -81,8 +81,9 @@ _MAX_GUESSES = 4
 _MAX_SITES = 64  # call sites of one name read for what callers pass to an untyped parameter
 _MAX_HOPS = 4  # re-exports followed through at most this many modules
 _MAX_DEPTH = 8  # type expressions followed through at most this many others
-#: ("i", class): an instance; ("c", class): the class; ("f", function); ("e", class): a container of instances
-Value = tuple[str, NameNode | ClassNode]
+#: ("i", class): an instance; ("c", class): the class; ("f", function); ("e", class): a container of instances;
+#: ("m", file): a module
+Value = tuple[str, NameNode | ClassNode | FileNode]
 _ELEMENT_GETTERS = {"get", "pop", "setdefault"}  # a container method that returns one of its elements
 
 
@@ -321,7 +322,7 @@ class Linker:
         found += self._slot_overrides(values, member, found)
         if not found and values:  # an attribute holding a class or a function: self.formatter_class()
             held, how = self._attribute(values, member, how, 0)
-            found = [(node, how) for kind, node in held if kind in "cf"]
+            found = [(node, how) for kind, node in held if kind in "cf" and not isinstance(node, FileNode)]
         if not found and head in ("self", "cls") and own is not None and "." not in rest:
             return self._mixed_in(f, own, rest)
         element = receiver.endswith(".[]")  # xs[i].m with xs unknown: guessed by name, as ?.m is
@@ -332,7 +333,11 @@ class Linker:
     def _held(self, f: _File, scope: str, name: str, line: int | None) -> list[tuple[NameNode | ClassNode, str]]:
         """The classes and functions a variable may hold (``superinit = super().__init__``)."""
         values, how = self._values(f, scope, name, line)
-        return [(node, _weakest(how, "inferred")) for kind, node in values if kind in "cf"]
+        return [
+            (node, _weakest(how, "inferred"))
+            for kind, node in values
+            if kind in "cf" and not isinstance(node, FileNode)
+        ]
 
     def _mixed_in(self, f: _File, own: ClassNode, name: str) -> list[tuple[NameNode | ClassNode, str]]:
         """``self.m()`` when neither the class, its bases, its subclasses nor its attributes define m:
@@ -353,6 +358,8 @@ class Linker:
         """What `.member` of a value is: a method through the class and its bases (and, for an
         instance of a declared type, the overrides in subclasses), or a nested class."""
         kind, node = value
+        if isinstance(node, FileNode):  # a module held in a variable: its function or class of that name
+            return [(n, how) for n in self._defined_in(node.source, member)]
         if not isinstance(node, ClassNode) or kind == "e":
             return []
         found: list[tuple[NameNode | ClassNode, str]] = [(n, how) for n in self._method(node, member)]
@@ -461,7 +468,7 @@ class Linker:
             values = [("e", node) for kind, node in values if kind == "i"]
         return list(dict.fromkeys(values)), how
 
-    def _elements(self, node: NameNode | ClassNode, depth: int) -> list[Value]:
+    def _elements(self, node: NameNode | ClassNode | FileNode, depth: int) -> list[Value]:
         """The elements of an instance of a user-defined class: what the corpus puts into the
         receivers of the class or of its subclasses (self may be any); memoised per class, a cycle
         gives nothing."""
@@ -592,10 +599,27 @@ class Linker:
                 if segments[cut - 1][1]:
                     values, how = self._called(values, how, depth)
                 return values, how, segments[cut:]
+        if modules := self._modules(f, [n for n, _ in segments[:plain]]):
+            return [("m", m) for m in modules[1]], _CERTAINTY[0], segments[modules[0] :]
         values, how = self._imported_variable(f, segments[0][0], depth)
         if values and segments[0][1]:
             values, how = self._called(values, how, depth)
         return values, how, segments[1:] if values else []
+
+    def _defined_in(self, source: str, name: str) -> list[NameNode | ClassNode]:
+        """The module-level functions and classes of a file named so."""
+        return [*self.functions.get((source, name), []), *self.classes.get((source, name), [])]
+
+    def _modules(self, f: _File, names: list[str]) -> tuple[int, list[FileNode]] | None:
+        """The files of the longest leading dotted name that the file's imports make a module of the corpus
+        (``import email.base64mime``, ``from email import quoprimime``), and how many names it takes; None
+        when none does. Such a module is a value: a function returns it (``Charset._get_encoder``)."""
+        for cut in range(len(names), 0, -1):
+            for module, attr in f.imports.get(names[0], []):
+                dotted = ".".join(p for p in (module if attr is None else f"{module}.{attr}", *names[1:cut]) if p)
+                if sources := self.by_module.get(dotted):
+                    return cut, [self.files[source].record for source in sources]
+        return None
 
     def _imported_variable(self, f: _File, name: str, depth: int) -> tuple[list[Value], str]:
         """What a module-level variable imported by name (``from m import compat32``) holds."""
@@ -640,6 +664,9 @@ class Linker:
         the subclasses assign to it in their class bodies (inferred), as self may be one of them."""
         found: list[Value] = []
         for kind, node in values:
+            if isinstance(node, FileNode):  # a module: what it defines under that name
+                found += [("c" if isinstance(n, ClassNode) else "f", n) for n in self._defined_in(node.source, name)]
+                continue
             if not isinstance(node, ClassNode) or kind == "e":
                 continue
             if name == "__class__" and kind == "i":

@@ -579,6 +579,43 @@ def test_a_parameter_with_a_default_also_holds_what_its_callers_pass(tmp_path: P
     }
 
 
+_MODULE_VALUES = {
+    "base64code.py": "def header_encode(text):\n    return text\n",
+    "quopricode.py": "def header_encode(text):\n    return text.upper()\n",
+    "charset.py": """\
+        import base64code
+        import quopricode as qp
+
+
+        class Charset:
+            def __init__(self, short):
+                self.short = short
+
+            def _encoder(self):
+                if self.short:
+                    return base64code
+                return qp
+
+            def header_encode(self, text):
+                module = self._encoder()
+                return module.header_encode(text)
+        """,
+}
+
+
+def test_a_module_a_function_returns_is_called_through(tmp_path: Path) -> None:
+    """email's `Charset._get_encoder` returns the module `email.base64mime` or `email.quoprimime`, imported
+    plainly or under another name: `encoder_module.header_encode(...)` runs either module's function."""
+    _write(tmp_path, _MODULE_VALUES)
+    records, edges = _graph([tmp_path])
+    called = {
+        (Path(records[e.dst].source).name, e.props["resolution"])
+        for e in edges
+        if e.type is Rel.CALLS and getattr(records[e.src], "name", "") == "Charset.header_encode"
+    }
+    assert called == {("charset.py", "self"), ("base64code.py", "inferred"), ("quopricode.py", "inferred")}
+
+
 _DISPATCH = {
     "cmd.py": """\
         import abc
