@@ -124,6 +124,18 @@ def expression(node: ast.expr) -> str | None:
     return None
 
 
+def alternatives(node: ast.expr) -> list[str | None]:
+    """The expressions a value may be: each branch of ``a if c else b`` and each operand of ``a or b`` (a None
+    left out: email's `policy = msg.policy if self.policy is None else self.policy`), else the one expression."""
+    if isinstance(node, ast.IfExp):
+        branches = [node.body, node.orelse]
+    elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        branches = node.values
+    else:
+        return [expression(node)]
+    return [text for branch in branches if not _is_none(branch) for text in alternatives(branch)]
+
+
 def _element(node: ast.expr) -> ast.expr | None:
     """The one element a comprehension, or a list or set display of one item, holds."""
     if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp):
@@ -331,7 +343,7 @@ def _bindings(
             elif is_annotation:
                 declared.setdefault(name, []).extend(annotation(value))
             elif value is None or not _is_none(value):
-                assigned.setdefault(name, []).append(expression(value) if value is not None else None)
+                assigned.setdefault(name, []).extend(alternatives(value) if value is not None else [None])
     if class_body:
         for child in node.body if isinstance(node, ast.Module) else []:
             if isinstance(child, Function | ast.ClassDef):
@@ -463,7 +475,7 @@ def _attributes(this: str, nodes: list[ast.AST]) -> dict[str, list[str]]:
                 if isinstance(node, ast.AnnAssign):
                     values.setdefault(target.attr, []).extend(annotation(value))
                 elif value is not None and not _is_none(value):
-                    values.setdefault(target.attr, []).append(expression(value))
+                    values.setdefault(target.attr, []).extend(alternatives(value))
     return {
         name: list(dict.fromkeys(v for v in found if v))
         for name, found in values.items()
@@ -481,7 +493,7 @@ def _returns(function: Function, nodes: list[ast.AST]) -> list[str]:
         if isinstance(node, ast.Yield | ast.YieldFrom):
             return []
         if isinstance(node, ast.Return) and node.value is not None and not _is_none(node.value):
-            found += [] if _is_empty(node.value) else [expression(node.value)]
+            found += [] if _is_empty(node.value) else alternatives(node.value)
     return [] if None in found or len(set(found)) > _MAX_UNION else list(dict.fromkeys(v for v in found if v))
 
 

@@ -616,6 +616,48 @@ def test_a_module_a_function_returns_is_called_through(tmp_path: Path) -> None:
     assert called == {("charset.py", "self"), ("base64code.py", "inferred"), ("quopricode.py", "inferred")}
 
 
+_ALTERNATIVES = {
+    "policies.py": """\
+        class Plain:
+            def fold(self, text):
+                return text
+
+
+        class Fancy:
+            def fold(self, text):
+                return text.strip()
+
+
+        def pick(flag):
+            return Plain() if flag else Fancy()
+
+
+        def fold_all(flag, text):
+            chosen = pick(flag)
+            return chosen.fold(text)
+
+
+        class Holder:
+            def __init__(self, policy=None):
+                self.policy = policy or Fancy()
+
+            def run(self, text):
+                return self.policy.fold(text)
+        """,
+}
+
+
+def test_each_branch_of_a_conditional_and_each_operand_of_or_is_a_value(tmp_path: Path) -> None:
+    """email's `policy = msg.policy if self.policy is None else self.policy`: either branch may be the value
+    (a local, an attribute or what a function returns), as either operand of `a or b` may."""
+    assert _calls_in(tmp_path, _ALTERNATIVES) == {
+        ("fold_all", "pick", "local"),
+        ("fold_all", "Plain.fold", "inferred"),
+        ("fold_all", "Fancy.fold", "inferred"),
+        ("Holder.run", "Fancy.fold", "inferred"),  # or what the callers pass (none here)
+    }
+
+
 _DISPATCH = {
     "cmd.py": """\
         import abc
