@@ -127,6 +127,8 @@ def expression(node: ast.expr) -> str | None:
 def alternatives(node: ast.expr) -> list[str | None]:
     """The expressions a value may be: each branch of ``a if c else b`` and each operand of ``a or b`` (a None
     left out: email's `policy = msg.policy if self.policy is None else self.policy`), else the one expression."""
+    if isinstance(node, ast.Constant | ast.JoinedStr):  # a literal: of a built-in type, so no class of the corpus
+        return [""]
     if isinstance(node, ast.IfExp):
         branches = [node.body, node.orelse]
     elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
@@ -333,7 +335,7 @@ def _bindings(
             if declared_types := annotation(arg.annotation):
                 declared[arg.arg] = declared_types
             elif arg.arg in defaults and not _is_none(defaults[arg.arg]):
-                assigned.setdefault(arg.arg, []).append(expression(defaults[arg.arg]))
+                assigned.setdefault(arg.arg, []).extend(alternatives(defaults[arg.arg]))
     for child in nodes:
         if type(child) not in _BINDERS:
             continue

@@ -643,18 +643,26 @@ _ALTERNATIVES = {
 
             def run(self, text):
                 return self.policy.fold(text)
+
+
+        def format_name(name, policy="plain"):
+            if isinstance(policy, str):
+                policy = Plain()
+            return policy.fold(name)
         """,
 }
 
 
 def test_each_branch_of_a_conditional_and_each_operand_of_or_is_a_value(tmp_path: Path) -> None:
     """email's `policy = msg.policy if self.policy is None else self.policy`: either branch may be the value
-    (a local, an attribute or what a function returns), as either operand of `a or b` may."""
+    (a local, an attribute or what a function returns), as either operand of `a or b` may; a literal among the
+    values (`formataddr(pair, charset='utf-8')`, then `charset = Charset(charset)`) leaves the others known."""
     assert _calls_in(tmp_path, _ALTERNATIVES) == {
         ("fold_all", "pick", "local"),
         ("fold_all", "Plain.fold", "inferred"),
         ("fold_all", "Fancy.fold", "inferred"),
         ("Holder.run", "Fancy.fold", "inferred"),  # or what the callers pass (none here)
+        ("format_name", "Plain.fold", "instance"),  # a literal is of no class of the corpus: Plain's alone
     }
 
 
