@@ -4,7 +4,8 @@ references each FILE node keeps (ingest.structure) over the corpus's FILE, CLASS
 Python names resolve as Python binds them: enclosing function scopes then the module (class bodies
 are no scope for their methods), then imports (``from x import y``, ``import x as z; z.f()``,
 re-exports and star imports followed); ``self.m()``/``cls.m()`` through the class and its bases in
-order, ``super().m()`` through the bases; calling a class calls its ``__init__``. Other receivers
+order, ``super().m()`` through the bases (in a mixin whose bases lack m, the partner it is
+combined with, statically or by ``type()``); calling a class calls its ``__init__``. Other receivers
 are followed through the type facts of ingest.python_types (annotations, constructor calls, return
 types, attributes of ``self`` and of classes, ``isinstance`` narrowing, what callers pass to an
 untyped parameter, the items of a returned tuple, the elements the corpus puts into a user-defined
@@ -154,6 +155,7 @@ class Linker:
                     self.sites[callee.rpartition(".")[2]].append((parsed, caller, line, callee))
         self._sites_memo: dict[tuple[str, int, str], list[tuple[NameNode, str]]] = {}
         self._subclass_memo: dict[str, list[ClassNode]] = {}
+        self._mixin_memo: dict[str, list[tuple[ClassNode, set[str]]]] = {}  # method name -> _mixins
         self._reads_memo: dict[str, dict[str, set[str]]] = {}  # source -> function id -> what it calls or reads
         self._contents: dict[str, list[tuple[_File, str, str]]] | None = None  # class id -> what is put in
         self._element_memo: dict[str, list[Value]] = {}
@@ -306,7 +308,8 @@ class Linker:
             if found or not rest:  # cls(): the class itself
                 return found or ([(own, "self")] if head == "cls" else [])
         if head == "super()" and rest and "." not in rest and own is not None:
-            return [(n, "super") for n in self._method(own, rest, skip_own=True)]
+            up = self._method(own, rest, skip_own=True) or self._chain_end(own, rest)
+            return [(n, "super") for n in up]
         if head in ("super()", "?"):
             return list(self._unique(f, text.rpartition(".")[2])) if head == "?" else []
         bound = "(" not in head and self._bound(f, scope, head)
@@ -731,8 +734,84 @@ class Linker:
             qualname = qualname[: qualname.rfind(".<locals>.")]
 
     def _overrides(self, cls: ClassNode, name: str) -> list[NameNode]:
-        """The methods of that name defined in the subclasses of a class, at any depth."""
-        return [n for sub in self._descendants(cls) for n in self.functions.get((sub.source, f"{sub.name}.{name}"), [])]
+        """The methods of that name defined in the subclasses of a class, at any depth, and in the mixins
+        whose chain of ``super().name()`` ends in the class's method (`_chain_end`)."""
+        subclasses = [*self._descendants(cls), *self._partners(cls, name)]
+        return [n for sub in subclasses for n in self.functions.get((sub.source, f"{sub.name}.{name}"), [])]
+
+    def _chain_end(self, own: ClassNode, name: str) -> list[NameNode]:
+        """Where ``super().name()`` goes in a mixin whose bases lack the method. Where the corpus combines
+        the mixin with other bases (``class ThreadingTCPServer(ThreadingMixIn, TCPServer)``), the method
+        after it in each such class's order. Where it does not, a class made at run time puts the partner
+        after it (email's headers: ``type(name, (DateHeader, BaseHeader), {})``, where ``DateHeader.init``
+        calls ``super().init``): the methods of that name in the file's other classes (outside the mixin's
+        bases and subclasses, not local to a function) that end such a chain, calling no ``super()`` of it,
+        and whose classes lie on one line of inheritance. None where a base of the mixin is not the
+        corpus's (it may define the method)."""
+        if name.startswith("__") or not all(self._bases_known(c) for c in self.mro(own)):
+            return []
+        combined = [sub for sub in self._descendants(own) if len(self._named_bases(sub)) > 1]
+        if combined:
+            return list(dict.fromkeys(n for sub in combined for n in self._after(sub, own, name)))
+        family = {c.id for c in (*self.mro(own), *self._descendants(own))}
+        ends: dict[ClassNode, NameNode] = {}
+        for n in self._methods_named(own.source, name):
+            owner = self.classes.get((n.source, n.name.rpartition(".")[0]), [])
+            if owner and owner[0].id not in family and f"super().{name}" not in self._called_or_read(n):
+                ends[owner[0]] = n
+        line = sorted(ends, key=lambda c: len(self.mro(c)))
+        if any(lower not in self.mro(upper) for lower, upper in zip(line, line[1:])):
+            return []  # partners of unrelated classes: no telling which
+        return list(ends.values())
+
+    def _after(self, combined: ClassNode, mixin: ClassNode, name: str) -> list[NameNode]:
+        """The method of that name that follows the mixin's in a class's order of bases."""
+        order = self.mro(combined)
+        for owner in order[order.index(mixin) + 1 :]:
+            if found := self.functions.get((owner.source, f"{owner.name}.{name}")):
+                return found
+        return []
+
+    def _named_bases(self, cls: ClassNode) -> list[str]:
+        """The bases a class statement names, but `object`."""
+        return [base for name, base in self.files[cls.source].bases if name == cls.name and base != "object"]
+
+    def _methods_named(self, source: str, name: str) -> list[NameNode]:
+        """The methods of that name of a file's classes (not functions nested in them)."""
+        return [
+            n
+            for n in self.by_last.get(("python", name), [])
+            if n.source == source and ".<locals>." not in n.name and (source, n.name.rpartition(".")[0]) in self.classes
+        ]
+
+    def _partners(self, cls: ClassNode, name: str) -> list[ClassNode]:
+        """The mixins whose ``super().name()`` chain ends in the method `cls` defines, and their subclasses:
+        a call of that method on `cls` may run theirs (email's ``BaseHeader.__new__`` calls ``self.init``,
+        which is ``DateHeader.init`` on a date header). A class inheriting the method is no partner's:
+        pydoc's ``DocServer`` is an ``HTTPServer``, never a ``ThreadingMixIn``."""
+        if (mixins := self._mixin_memo.get(name)) is None:
+            mixins = self._mixin_memo[name] = self._mixins(name)
+        if not mixins:
+            return []
+        ends = {n.id for n in self.functions.get((cls.source, f"{cls.name}.{name}"), [])}
+        found = [sub for mixin, chain_ends in mixins if ends & chain_ends for sub in (mixin, *self._descendants(mixin))]
+        return list(dict.fromkeys(found))
+
+    def _mixins(self, name: str) -> list[tuple[ClassNode, set[str]]]:
+        """The classes whose method `name` calls ``super().name()`` that their bases lack, each with the
+        ids of the methods where that call goes (`_chain_end`)."""
+        found = []
+        for _, caller, _, callee in self.sites.get(name, []):
+            mixin = self._class_at(caller.source, caller.name) if callee == f"super().{name}" else None
+            if mixin is None or caller.name != f"{mixin.name}.{name}" or self._method(mixin, name, skip_own=True):
+                continue
+            if ends := {n.id for n in self._chain_end(mixin, name)}:
+                found.append((mixin, ends))
+        return found
+
+    def _bases_known(self, cls: ClassNode) -> bool:
+        """Whether each base a class names (but `object`) is a class of the corpus."""
+        return len(self._named_bases(cls)) == len(self.bases.get(cls.id, []))
 
     def _reachable(self, own: ClassNode, scope: str, overrides: list[NameNode]) -> list[NameNode]:
         """The overrides a call on `self` in `scope` (a method of `own`, or a function nested in one) can

@@ -925,6 +925,85 @@ def test_a_mixin_reaches_the_methods_its_partners_define_in_its_file(tmp_path: P
     }
 
 
+_SUPER_MIXINS = {
+    "headers.py": """\
+        class BaseHeader(str):
+            def __new__(cls, name, value):
+                self = str.__new__(cls, value)
+                self.init(name)
+                return self
+
+            def init(self, name):
+                self.name = name
+
+
+        class DateHeader:
+            def init(self, name):
+                super().init(name)
+
+
+        class UniqueDateHeader(DateHeader):
+            def init(self, name):
+                super().init(name)
+
+
+        class Server:
+            def close(self):
+                return None
+
+
+        class TCPServer(Server):
+            def close(self):
+                return None
+
+
+        class ThreadingMixIn:
+            def close(self):
+                super().close()
+
+
+        class ThreadingTCPServer(ThreadingMixIn, TCPServer):
+            pass
+
+
+        class Loose:
+            def setUp(self):
+                super().setUp()
+
+
+        class FirstCase:
+            def setUp(self):
+                return 1
+
+
+        class SecondCase:
+            def setUp(self):
+                return 2
+
+
+        class Outside(dict):
+            def init(self, name):
+                super().init(name)
+        """,
+}
+
+
+def test_super_in_a_mixin_goes_to_the_partner_it_is_combined_with(tmp_path: Path) -> None:
+    """``super().m()`` in a class whose bases lack m: through the classes that combine it with others, the
+    method after it in their order (ThreadingMixIn before TCPServer); with no such class, the one method of
+    that name in the file's other classes that ends the chain (email's headers, combined by `type()` at run
+    time), and a call of that method on the partner runs the mixin's too. Not guessed among unrelated
+    classes, nor where the mixin has a base outside the corpus (dict)."""
+    assert _calls_in(tmp_path, _SUPER_MIXINS) == {
+        ("BaseHeader.__new__", "BaseHeader.init", "self"),
+        ("BaseHeader.__new__", "DateHeader.init", "override"),
+        ("BaseHeader.__new__", "UniqueDateHeader.init", "override"),
+        ("DateHeader.init", "BaseHeader.init", "super"),
+        ("UniqueDateHeader.init", "DateHeader.init", "super"),
+        ("ThreadingMixIn.close", "TCPServer.close", "super"),
+    }
+
+
 _TOKENS = {
     "tokens.py": """\
         import os
