@@ -306,14 +306,18 @@ class CodeAtHand:
         return self.all_uses
 
 
+def read_source(path: str) -> str:
+    """A source file's text."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+
+
 def read_code(path: str, text: str | None, line: int | None, index: CodeIndex | None = None) -> CodeAtHand:
     """The code at hand: `text` (else the file at `path`) at `line` (default: its last line); a file the
     `index` holds as it is keeps the references its build recorded (its type facts included)."""
-    if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from exc
+    text = read_source(path) if text is None else text
     lines = text.splitlines()
     line = len(lines) if line is None else line
     if not 1 <= line <= max(len(lines), 1):
@@ -926,12 +930,34 @@ class ContextOptions(TypedDict, total=False):
     draft: str | None
 
 
-# Parsing a large module allocates ~10^5 objects, and each collection they set off scans every object the
-# process holds, the graph's tables included: on the 20k-function stdlib graph that was half of a call's
-# CPU time in a 6,600-line file (466 ms with the collector, 234 ms without). Restarted while the call's
-# syntax tree was still alive, the first collection scanned it: 157 ms more. A call's own cycles are
-# collected after it.
-@collector_paused
+@dataclass(frozen=True)
+class RankedDefinitions:
+    """What the code at hand uses from other files, ranked, before a budget is fitted: `definitions_context`
+    fits it once, retrieval.second_round to what its similar code leaves."""
+
+    index: CodeIndex
+    path: str
+    ranked: list[tuple[_Found, float]]
+    used: list[str]
+    invented: list[Invented]
+    count: Callable[[str], int]
+    exclude_sources: frozenset[str]
+    gated_when_empty: bool  # the auto gate: nothing fitting is a reason, not an empty context
+
+    def fitted(self, budget: int) -> DefinitionsContext:
+        """The ranked definitions that fit `budget` tokens, rendered."""
+        if budget < 0:
+            raise ConfigError("the budget must not be negative")
+        chosen = _fit(self.index, self.ranked, budget, self.count, self.path, self.exclude_sources)
+        if self.gated_when_empty and not chosen:
+            reason = f"none of the definitions it uses fits the budget of {budget} tokens"
+            return DefinitionsContext([], "", self.used, reason, invented=self.invented)
+        rendered = render(chosen, self.path)
+        tokens = self.count(rendered) if rendered else 0
+        return DefinitionsContext(chosen, rendered, self.used, None, tokens, self.invented)
+
+
+@collector_paused  # see ranked_definitions
 def definitions_context(
     store: GraphStore, path: str, line: int | None = None, text: str | None = None, **options: Unpack[ContextOptions]
 ) -> DefinitionsContext:
@@ -940,13 +966,25 @@ def definitions_context(
     estimated). Definitions in `exclude_sources` and in the file itself are never returned. With a `draft`
     (the code written there, not in `text`), the names it invents are listed with the definitions named most
     like them, which lead the context, and the auto gate gives context only when it invents one."""
+    found = ranked_definitions(store, path, line, text, **options)
+    return found if isinstance(found, DefinitionsContext) else found.fitted(options.get("budget", DEFAULT_BUDGET))
+
+
+# Parsing a large module allocates ~10^5 objects, and each collection they set off scans every object the
+# process holds, the graph's tables included: on the 20k-function stdlib graph that was half of a call's
+# CPU time in a 6,600-line file (466 ms with the collector, 234 ms without). Restarted while the call's
+# syntax tree was still alive, the first collection scanned it: 157 ms more. A call's own cycles are
+# collected after it.
+@collector_paused
+def ranked_definitions(
+    store: GraphStore, path: str, line: int | None = None, text: str | None = None, **options: Unpack[ContextOptions]
+) -> RankedDefinitions | DefinitionsContext:
+    """What `definitions_context` fits, ranked; or its answer already where the auto gate gives nothing."""
     names: Reach = _choice(Reach, options.get("names", DEFAULT_REACH), "names")
     gate: Gate = _choice(Gate, options.get("gate", Gate.AUTO), "gate")
-    budget = options.get("budget", DEFAULT_BUDGET)
-    exclude_sources = options.get("exclude_sources", frozenset())
-    if budget < 0:
+    if options.get("budget", DEFAULT_BUDGET) < 0:
         raise ConfigError("the budget must not be negative")
-    count = options.get("count_tokens") or estimate_tokens
+    exclude_sources = options.get("exclude_sources", frozenset())
     index = code_index(store)
     code = read_code(path, text, line, index)
     _with_stored_imports(index, code)
@@ -963,12 +1001,9 @@ def definitions_context(
         near_found, near_external = (found, external) if names is Reach.NEAR else _collect(index, code, Reach.NEAR)
         if reason := _gate_reason(_outside(near_found, exclude_sources), near_external):
             return DefinitionsContext([], "", [], reason)
-    chosen = _fit(index, _ranked(index, found) if found else [], budget, count, code.path, exclude_sources)
-    rendered = render(chosen, code.path)
-    if gate is Gate.AUTO and not chosen:
-        reason = f"none of the definitions it uses fits the budget of {budget} tokens"
-        return DefinitionsContext([], "", used, reason, invented=new)
-    return DefinitionsContext(chosen, rendered, used, None, count(rendered) if rendered else 0, new)
+    ranked = _ranked(index, found) if found else []
+    count = options.get("count_tokens") or estimate_tokens
+    return RankedDefinitions(index, code.path, ranked, used, new, count, exclude_sources, gate is Gate.AUTO)
 
 
 #: Why the auto gate gives no context for a draft.

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Unpack
 
+from pkg.collector import collector_paused
 from pkg.errors import ConfigError
 from pkg.stores.base import GraphStore
 from retrieval.definitions import (
@@ -23,12 +24,12 @@ from retrieval.definitions import (
     ContextOptions,
     DefinitionsContext,
     SimilarCode,
-    definitions_context,
     display_path,
+    ranked_definitions,
+    read_source,
 )
 from retrieval.prompt import TRUNCATED, fit_snippets
 from retrieval.search import Mode, Options, retrieve
-from retrieval.tokenize import estimate_tokens
 
 #: Snippets of similar code for a draft that invents a name, by default (the `recheck` arm's).
 SIMILAR = 3
@@ -38,6 +39,7 @@ QUERY_LINES = 10
 SIMILAR_SHARE = 0.5
 
 
+@collector_paused  # as definitions_context
 def draft_context(
     store: GraphStore,
     db_dir: Path,
@@ -49,28 +51,29 @@ def draft_context(
 ) -> DefinitionsContext:
     """definitions_context, and where a draft invents a name, the `similar` chunks of other files most like
     the code at hand's last QUERY_LINES lines and the draft (BM25), in at most SIMILAR_SHARE of the budget,
-    the definitions fitted to what is left."""
+    the definitions fitted to what is left. The definitions are collected and ranked once, the file read once."""
     if similar < 0:
         raise ConfigError("the number of similar snippets must not be negative")
-    found = definitions_context(store, path, line, text, **options)
-    draft = options.get("draft")
-    if not draft or not found.invented or not similar:
+    text = read_source(path) if text is None else text
+    found = ranked_definitions(store, path, line, text, **options)
+    if isinstance(found, DefinitionsContext):
         return found
     budget = options.get("budget", DEFAULT_BUDGET)
-    count = options.get("count_tokens") or estimate_tokens
+    draft = options.get("draft")
+    if not draft or not found.invented or not similar:
+        return found.fitted(budget)
     snippets = _similar_code(store, db_dir, path, line, text, draft, similar, options)
     headers = [f"# {display_path(s.path, path)}:{s.lines[0]}-{s.lines[1]}" for s in snippets]
     blocks = [f"{header}\n{s.code.rstrip()}" for header, s in zip(headers, snippets)]
-    kept, _ = fit_snippets(blocks, int(budget * SIMILAR_SHARE), count)  # headers counted: a cut keeps its header
+    kept, _ = fit_snippets(blocks, int(budget * SIMILAR_SHARE), found.count)  # a cut keeps its header
     kept = [block for block in kept if block.split("\n", 1)[1] != TRUNCATED]  # not a header alone
     if not kept:
-        return found
+        return found.fitted(budget)
     chosen = [replace(s, code=block.split("\n", 1)[1]) for s, block in zip(snippets, kept)]
-    fitted: ContextOptions = {**options, "budget": budget - sum(count(block) for block in kept)}
-    rest = definitions_context(store, path, line, text, **fitted)
+    rest = found.fitted(budget - sum(found.count(block) for block in kept))
     # similar code after the stubs, nearest the code it serves, as the benchmark lays similar code out
     rendered = "\n\n".join(part for part in [rest.text.rstrip("\n"), *kept] if part) + "\n"
-    return replace(rest, text=rendered, tokens=count(rendered), similar=chosen, gated=None)
+    return replace(rest, text=rendered, tokens=found.count(rendered), similar=chosen, gated=None)
 
 
 def _similar_code(
@@ -78,14 +81,13 @@ def _similar_code(
     db_dir: Path,
     path: str,
     line: int | None,
-    text: str | None,
+    text: str,
     draft: str,
     k: int,
     options: ContextOptions,
 ) -> list[SimilarCode]:
     """The k chunks of other files that BM25 ranks first for the code's last lines and the draft."""
-    code = text if text is not None else Path(path).read_text(encoding="utf-8")
-    before = code.splitlines()[:line]
+    before = text.splitlines()[:line]
     query = "\n".join([*before[-QUERY_LINES:], draft])
     excluded = frozenset({path, *options.get("exclude_sources", frozenset())})
     results = retrieve(store, None, query, Mode.BM25_CHUNK, k, db_dir, Options(exclude_sources=excluded)).results

@@ -16,7 +16,14 @@ from pkg.embedders import CachedEmbedder
 from pkg.errors import ConfigError
 from pkg.knowledge_base import KnowledgeBase
 from retrieval import definitions
-from retrieval.definitions import Definition, read_code, render
+from retrieval.definitions import (
+    Definition,
+    RankedDefinitions,
+    definitions_context,
+    ranked_definitions,
+    read_code,
+    render,
+)
 from retrieval.prompt import TRUNCATED
 from retrieval.search import Options
 from retrieval.tokenize import estimate_tokens
@@ -124,6 +131,19 @@ def test_a_tight_budget_trims_a_class_before_dropping_it(kb: KnowledgeBase) -> N
     nothing = kb.context_at(str(SHOP / "fill.py"), 5, code, budget=1)
     assert nothing.definitions == [] and "fits the budget of 1 tokens" in (nothing.gated or "")
     assert kb.context_at(str(SHOP / "fill.py"), 5, code, budget=1, gate="always").gated is None
+
+
+def test_definitions_ranked_once_fit_each_budget_as_a_whole_call_does(kb: KnowledgeBase) -> None:
+    """The second round ranks once and fits twice (the full budget, then what its snippets leave): each fit
+    answers as definitions_context at that budget does, the auto gate's reason for an empty fit included."""
+    code = "from shop.models import Cart\n\n\ndef fill(cart: Cart):\n    cart.add(None)\n"
+    ranked = ranked_definitions(kb.store, str(SHOP / "fill.py"), 5, code)
+    assert isinstance(ranked, RankedDefinitions)
+    for budget in (1, 12, 40, 400):
+        whole = definitions_context(kb.store, str(SHOP / "fill.py"), 5, code, budget=budget)
+        assert ranked.fitted(budget) == whole
+    with pytest.raises(ConfigError, match="budget must not be negative"):
+        ranked.fitted(-1)
 
 
 def test_bad_input_is_one_clear_error(kb: KnowledgeBase) -> None:
