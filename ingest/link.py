@@ -148,6 +148,9 @@ class Linker:
         self.bases: dict[str, list[ClassNode]] = defaultdict(list)
         self.subclasses: dict[str, list[ClassNode]] = defaultdict(list)
         self._memo: dict[tuple[str, str, str, str, int | None], tuple[list[Value], str]] = {}
+        self._cuts = 0  # evaluations cut short by _MAX_DEPTH so far
+        # what an evaluation cut short gave, with the depth it was asked at (valid at that depth or deeper)
+        self._cut_memo: dict[tuple[str, str, str, str, int | None], tuple[int, tuple[list[Value], str]]] = {}
         self.sites: dict[str, list[tuple[_File, NameNode, int, str]]] = defaultdict(list)  # callee's last name
         for parsed in self.files.values():
             for caller_id, line, callee in parsed.calls if parsed.record.lang == "python" else []:
@@ -429,21 +432,30 @@ class Linker:
     # -- types ---------------------------------------------------------------------------------
     def _values(self, f: _File, scope: str, text: str, line: int | None, depth: int = 0) -> tuple[list[Value], str]:
         """What an expression of a scope may evaluate to (a class, an instance, a function), and how
-        its type was found (a _CERTAINTY); memoised, a cycle or a long chain gives nothing."""
+        its type was found (a _CERTAINTY); memoised, a cycle or a long chain gives nothing (an answer cut short
+        by the depth holds only for askers as deep or deeper)."""
         line = line if (scope, text.partition(".")[0]) in f.narrowed else None  # lines matter only there
         key = (f.record.source, f.record.fingerprint, scope, text, line)
         if key in self._memo:
             return self._memo[key]
+        if (cut := self._cut_memo.get(key)) is not None and cut[0] <= depth:
+            return cut[1]  # cut short when asked at this depth or nearer the top: so again here
         if depth > _MAX_DEPTH:
+            self._cuts += 1
             return [], _CERTAINTY[0]
         self._memo[key] = ([], _CERTAINTY[0])  # while evaluating: a cycle ends here
+        cuts = self._cuts
         if "#" in text:  # an item of the tuple a call returns
             called, _, item = text.rpartition("#")
             values, how = self._values(f, scope, called.removesuffix("()"), line, depth + 1)
             result = self._called(values, how, depth, int(item))
         else:
             result = self._chain(f, scope, text, line, depth)
-        self._memo[key] = result
+        if self._cuts == cuts:
+            self._memo[key] = result
+        else:  # cut short by the depth it was asked at: asked nearer the top, it may go further
+            del self._memo[key]
+            self._cut_memo[key] = (depth, result)
         return result
 
     def _chain(self, f: _File, scope: str, text: str, line: int | None, depth: int) -> tuple[list[Value], str]:
@@ -460,6 +472,11 @@ class Linker:
                 values, how = elements + contained, _weakest(how, "inferred") if contained else how
                 continue
             values = [v for v in values if v[0] != "e"]
+            if not values and called and step == 0 and len(rest) == len(segments) - 1:
+                guessed = self._guessed(f, scope, segments[0][0], name)
+                if guessed:
+                    values, how = self._called([("f", n) for n in guessed], "inferred", depth)
+                    continue
             values, how = self._attribute(values, name, how, depth, subclassed=through_self and step == 0)
             if called:
                 values, how = self._called(values, how, depth)
@@ -470,6 +487,15 @@ class Linker:
         if container:
             values = [("e", node) for kind, node in values if kind == "i"]
         return list(dict.fromkeys(values)), how
+
+    def _guessed(self, f: _File, scope: str, receiver: str, method: str) -> list[NameNode]:
+        """The method a call on a variable of unknown type runs when the corpus has one method of that
+        name (`_unique`, as its `name-only` edge says): what it returns is then the call's value
+        (argparse's ``formatter = parser._get_formatter()`` in an action, `parser` being whatever the
+        caller passes)."""
+        if receiver in ("self", "cls") or self._bound(f, scope, receiver):
+            return []
+        return [n for n, _ in self._unique(f, method)]
 
     def _elements(self, node: NameNode | ClassNode | FileNode, depth: int) -> list[Value]:
         """The elements of an instance of a user-defined class: what the corpus puts into the
@@ -536,7 +562,10 @@ class Linker:
 
     def _passed(self, f: _File, function: str, parameter: str, depth: int) -> tuple[list[Value], str]:
         """What the callers in the corpus pass to an untyped parameter of a function (inferred)."""
-        if function not in f.parameters or depth > _MAX_DEPTH:
+        if depth > _MAX_DEPTH:
+            self._cuts += 1
+            return [], _CERTAINTY[0]
+        if function not in f.parameters:
             return [], _CERTAINTY[0]
         positional, keywords, bound = f.parameters[function]
         if parameter not in positional and parameter not in keywords:

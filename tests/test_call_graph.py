@@ -1004,6 +1004,68 @@ def test_super_in_a_mixin_goes_to_the_partner_it_is_combined_with(tmp_path: Path
     }
 
 
+def _chain_of_calls() -> str:
+    """g0 returns a Target, g1 returns g0(), ... g7 returns g6(); h1 returns g7(), ... h5 returns h4();
+    `early` calls run on h5() (13 calls deep), then `late` on g6() (7 deep)."""
+    lines = ["class Target:", "    def run(self):", "        return 1", "", "", "def g0():", "    return Target()"]
+    for k in range(1, 8):
+        lines += ["", "", f"def g{k}():", f"    return g{k - 1}()"]
+    for k in range(1, 6):
+        lines += ["", "", f"def h{k}():", f"    return {'g7' if k == 1 else f'h{k - 1}'}()"]
+    lines += ["", "", "def early():", "    return h5().run()", "", "", "def late():", "    return g6().run()", ""]
+    return "\n".join(lines)
+
+
+def test_a_type_cut_short_deep_in_one_chain_is_found_again_nearer_the_top(tmp_path: Path) -> None:
+    """Types are followed through at most a few calls: `early`'s chain is too long, and on its way it asks
+    what g6() gives, too deep to reach Target. `late` asks the same nearer the top, and reaches it (the
+    answer cut short is not kept for it; it was, so an edge depended on the order calls were linked in)."""
+    (tmp_path / "chain.py").write_text(_chain_of_calls())
+    records, edges = _graph([tmp_path])
+    assert {e for e in _named(records, edges, Rel.CALLS) if e[1] == "Target.run"} == {
+        ("late", "Target.run", "inferred")
+    }
+
+
+_GUESSED = {
+    "actions.py": """\
+        class Formatter:
+            def add_text(self, text):
+                return text
+
+
+        class Parser:
+            def _get_formatter(self):
+                return Formatter()
+
+            def get(self, key):
+                return key
+
+
+        class VersionAction:
+            def __call__(self, parser, version):
+                formatter = parser._get_formatter()
+                formatter.add_text(version)
+                found = parser.get(version)
+                return found.strip()
+
+
+        def configure(options):
+            return options.get("x").add_text("y")
+        """,
+}
+
+
+def test_a_call_on_an_unknown_receiver_returns_what_the_one_method_of_its_name_returns(tmp_path: Path) -> None:
+    """argparse's `formatter = parser._get_formatter()` in an action, `parser` being whatever the caller
+    passes: the corpus has one `_get_formatter`, whose return types `formatter` (inferred). A name a built-in
+    type has too (`get`: a dict's) guesses nothing, as its edge does not."""
+    assert _calls_in(tmp_path, _GUESSED) == {
+        ("VersionAction.__call__", "Parser._get_formatter", "name-only"),
+        ("VersionAction.__call__", "Formatter.add_text", "inferred"),
+    }
+
+
 _TOKENS = {
     "tokens.py": """\
         import os
