@@ -62,6 +62,8 @@ RESOLUTIONS = (
 _CERTAINTY = ("instance", "annotation", "inferred")  # how a receiver's type was found, most certain first
 #: Languages whose functions may call each other, by language.
 FAMILIES = {"javascript": "js", "typescript": "js", "tsx": "js", "c": "c", "cpp": "c"}
+#: Built-ins that call a function they are given, and where it is given: a keyword, or a position.
+_HANDED: dict[str, str | int] = {"sorted": "key", "min": "key", "max": "key", "sort": "key", "map": 0, "filter": 0}
 _SELF = {"self", "this", "Self", "cls"}
 _SUPER = {"super", "base"}
 N = TypeVar("N", NameNode, ClassNode)
@@ -283,14 +285,24 @@ class Linker:
     # -- calls -------------------------------------------------------------------------------
     def _resolve_call(self, f: _File, caller: NameNode, line: int, callee: str) -> list[tuple[NameNode, str]]:
         if f.record.lang == "python":
-            return [
-                (n, how)
-                for target, how in self._python_refer(f, caller.name, callee, line)
-                for n in self._callable([target])
-            ]
+            found = self._python_refer(f, caller.name, callee, line) or self._handed(f, caller, line, callee)
+            return [(n, how) for target, how in found for n in self._callable([target])]
         receiver = callee.rpartition(".")[0]
         typed = [kind for at, kind in f.declared.get(receiver, []) if caller.start_line <= at <= line]
         return self._named_call(f, caller.source, caller.name, callee, typed[-1] if typed else None)
+
+    def _handed(self, f: _File, caller: NameNode, line: int, callee: str) -> list[tuple[NameNode | ClassNode, str]]:
+        """What a built-in that calls the function it is given runs (``sorted(xs, key=_safe_key)``,
+        ``map(f, xs)``, ``items.sort(key=f)``): that function, found as its name would be."""
+        head, _, last = callee.rpartition(".")
+        where = _HANDED.get(last if (head and last == "sort") or not head else "")
+        if where is None or (not head and self._bound(f, caller.name, last)):
+            return []
+        passed, named = f.arguments.get((caller.id, line, last), ([], {}))
+        given = named.get(where) if isinstance(where, str) else passed[where] if len(passed) > where else None
+        if not given or "(" in given:
+            return []
+        return self._python_refer(f, caller.name, given, line)
 
     def _python_refer(
         self, f: _File, scope: str, text: str, line: int | None

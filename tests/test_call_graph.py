@@ -1066,6 +1066,60 @@ def test_a_call_on_an_unknown_receiver_returns_what_the_one_method_of_its_name_r
     }
 
 
+_HANDED_ON = {
+    "keys.py": """\
+        class SafeKey:
+            def __init__(self, obj):
+                self.obj = obj
+
+
+        def by_length(text):
+            return len(text)
+
+
+        def sort(items):
+            return items
+
+
+        def ordered(values):
+            return sorted(values, key=SafeKey)
+
+
+        def longest(words):
+            return max(words, key=by_length)
+
+
+        def lengths(words):
+            return list(map(by_length, words))
+
+
+        def in_place(words):
+            words.sort(key=by_length)
+
+
+        def plain(words):
+            return sorted(words, key=len), filter(lambda w: w, words)
+
+
+        def mine(values):
+            return sort(values)
+        """,
+}
+
+
+def test_a_function_handed_to_a_builtin_that_calls_it_is_called(tmp_path: Path) -> None:
+    """`sorted(values, key=SafeKey)` calls SafeKey (pprint's `_safe_key`), as do `max(key=)`, `map(f, xs)` and
+    `xs.sort(key=f)`, the callee found as its name is; a built-in key (`len`), a lambda, and a function of
+    the corpus that shadows the built-in's name are no such call."""
+    assert _calls_in(tmp_path, _HANDED_ON) == {
+        ("ordered", "SafeKey.__init__", "local"),
+        ("longest", "by_length", "local"),
+        ("lengths", "by_length", "local"),
+        ("in_place", "by_length", "local"),
+        ("mine", "sort", "local"),
+    }
+
+
 _TOKENS = {
     "tokens.py": """\
         import os
