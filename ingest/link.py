@@ -110,6 +110,16 @@ class _File:
     parameters: dict[str, tuple[list[str], list[str], bool]]  # function -> positional, keyword-only, bound
     raw_arguments: list[list]  # [caller NAME id, line, callee's last name, positional, [[keyword, expression]]]
     _arguments: dict[tuple[str, int, str], tuple[list[str], dict[str, str]]] | None = None
+    _put_into: dict[tuple[str, str], list[str]] | None = None
+
+    @property
+    def put_into(self) -> dict[tuple[str, str], list[str]]:
+        """(scope, receiver) -> the elements that scope puts into it; indexed when first asked."""
+        if self._put_into is None:
+            self._put_into = defaultdict(list)
+            for scope, receiver, element in self.elements:
+                self._put_into[(scope, receiver)].append(element)
+        return self._put_into
 
     @property
     def arguments(self) -> dict[tuple[str, int, str], tuple[list[str], dict[str, str]]]:
@@ -530,15 +540,15 @@ class Linker:
         meanwhile is unknown, and no value found while building is kept)."""
         if self._contents is None:
             self._contents = {}
-            kept = self._memo, self._sites_memo, self._element_memo
-            self._memo, self._sites_memo, self._element_memo = {}, {}, {}
+            kept = self._memo, self._sites_memo, self._element_memo, self._cut_memo
+            self._memo, self._sites_memo, self._element_memo, self._cut_memo = {}, {}, {}, {}
             found: dict[str, list[tuple[_File, str, str]]] = defaultdict(list)
             for f in self.files.values():
                 for scope, receiver, element in f.elements:
                     for kind, node in self._values(f, scope, receiver, None)[0]:
                         if kind == "i":
                             found[node.id].append((f, scope, element))
-            self._memo, self._sites_memo, self._element_memo = kept
+            self._memo, self._sites_memo, self._element_memo, self._cut_memo = kept
             self._contents = dict(found)
         return self._contents
 
@@ -566,11 +576,25 @@ class Linker:
             elif not any(e.startswith(":") for e, _, _ in entries):  # a default is one value of many
                 passed, _ = self._passed(f, where, name, depth)
                 values, how = values + passed, _weakest(how, "inferred") if passed else how
+            if not values and (put := self._put_here(f, where, name, depth))[0]:  # a dict, list or set
+                values, how = put
         else:
             return self._module_path(f, scope, segments, depth)
         if called:
             values, how = self._called(values, how, depth)
         return values, how, segments[1:]
+
+    def _put_here(self, f: _File, scope: str, name: str, depth: int) -> tuple[list[Value], str]:
+        """Elements of a local container of no class of the corpus (a dict, list or set): the instances its scope
+        puts into it (argparse's ``group_map = {}``, ``group_map[action] = mutex_group``, then
+        ``group_map.get(action, self)._add_action(action)``), found as surely as the elements are."""
+        found: list[Value] = []
+        how = _CERTAINTY[0]
+        for element in f.put_into.get((scope, name), []):
+            values, element_how = self._values(f, scope, element, None, depth + 1)
+            found += [("e", node) for kind, node in values if kind == "i"]
+            how = _weakest(how, element_how)
+        return found, how
 
     def _passed(self, f: _File, function: str, parameter: str, depth: int) -> tuple[list[Value], str]:
         """What the callers in the corpus pass to an untyped parameter of a function (inferred)."""

@@ -1120,6 +1120,52 @@ def test_a_function_handed_to_a_builtin_that_calls_it_is_called(tmp_path: Path) 
     }
 
 
+_LOCAL_CONTAINERS = {
+    "groups.py": """\
+        class Group:
+            def add(self, item):
+                return item
+
+
+        class Exclusive:
+            def add(self, item):
+                return item
+
+
+        def copy_actions(actions, exclusive):
+            group_map = {}
+            for action in exclusive:
+                group_map[action] = Exclusive()
+            group_map["all"] = Group()
+            for action in actions:
+                group_map.get(action).add(action)
+
+
+        def add_all(items):
+            groups = []
+            groups.append(Group())
+            for group in groups:
+                group.add(items)
+
+
+        def unknown(groups, items):
+            for group in groups:
+                group.add(items)
+        """,
+}
+
+
+def test_a_local_dict_or_list_holds_the_instances_its_scope_puts_into_it(tmp_path: Path) -> None:
+    """argparse's `group_map = {}`, `group_map[action] = mutex_group`, then `group_map.get(action,
+    self)._add_action(...)`: an element of a local container of no class of the corpus is one of what its scope
+    puts into it. A parameter nothing is put into stays unknown (its `add` is no method the corpus defines once)."""
+    assert _calls_in(tmp_path, _LOCAL_CONTAINERS) == {
+        ("copy_actions", "Exclusive.add", "instance"),
+        ("copy_actions", "Group.add", "instance"),
+        ("add_all", "Group.add", "instance"),
+    }
+
+
 _TOKENS = {
     "tokens.py": """\
         import os
