@@ -110,16 +110,16 @@ class _File:
     parameters: dict[str, tuple[list[str], list[str], bool]]  # function -> positional, keyword-only, bound
     raw_arguments: list[list]  # [caller NAME id, line, callee's last name, positional, [[keyword, expression]]]
     _arguments: dict[tuple[str, int, str], tuple[list[str], dict[str, str]]] | None = None
-    _put_into: dict[tuple[str, str], list[str]] | None = None
+    _elements_of: dict[tuple[str, str], list[str]] | None = None
 
     @property
-    def put_into(self) -> dict[tuple[str, str], list[str]]:
+    def elements_of(self) -> dict[tuple[str, str], list[str]]:
         """(scope, receiver) -> the elements that scope puts into it; indexed when first asked."""
-        if self._put_into is None:
-            self._put_into = defaultdict(list)
+        if self._elements_of is None:
+            self._elements_of = defaultdict(list)
             for scope, receiver, element in self.elements:
-                self._put_into[(scope, receiver)].append(element)
-        return self._put_into
+                self._elements_of[(scope, receiver)].append(element)
+        return self._elements_of
 
     @property
     def arguments(self) -> dict[tuple[str, int, str], tuple[list[str], dict[str, str]]]:
@@ -590,7 +590,7 @@ class Linker:
         ``group_map.get(action, self)._add_action(action)``), found as surely as the elements are."""
         found: list[Value] = []
         how = _CERTAINTY[0]
-        for element in f.put_into.get((scope, name), []):
+        for element in f.elements_of.get((scope, name), []):
             values, element_how = self._values(f, scope, element, None, depth + 1)
             found += [("e", node) for kind, node in values if kind == "i"]
             how = _weakest(how, element_how)
