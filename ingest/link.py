@@ -287,10 +287,18 @@ class Linker:
         return self._tiered(self.classes_by_last.get((_family(f.record.lang), last), []), f.record)[0]
 
     def _method(self, cls: ClassNode, name: str, skip_own: bool = False) -> list[NameNode]:
-        for owner in self.mro(cls)[1 if skip_own else 0 :]:
-            if found := self.functions.get((owner.source, f"{owner.name}.{name}")):
+        return self._first_defining(self.mro(cls)[1 if skip_own else 0 :], name)
+
+    def _first_defining(self, order: Sequence[ClassNode], name: str) -> list[NameNode]:
+        """The method of that name of the first class in `order` that defines one."""
+        for owner in order:
+            if found := self._own_method(owner, name):
                 return found
         return []
+
+    def _own_method(self, cls: ClassNode, name: str) -> list[NameNode]:
+        """The method of that name the class itself defines (none if it only inherits one)."""
+        return self.functions.get((cls.source, f"{cls.name}.{name}"), [])
 
     # -- calls -------------------------------------------------------------------------------
     def _resolve_call(self, f: _File, caller: NameNode, line: int, callee: str) -> list[tuple[NameNode, str]]:
@@ -305,7 +313,9 @@ class Linker:
         """What a built-in that calls the function it is given runs (``sorted(xs, key=_safe_key)``,
         ``map(f, xs)``, ``items.sort(key=f)``): that function, found as its name would be."""
         head, _, last = callee.rpartition(".")
-        where = _HANDED.get(last if (head and last == "sort") or not head else "")
+        if head and last != "sort":  # of the methods, only list.sort takes a key
+            return []
+        where = _HANDED.get(last)
         if where is None or (not head and self._bound(f, caller.name, last)):
             return []
         passed, named = f.arguments.get((caller.id, line, last), ([], {}))
@@ -802,7 +812,7 @@ class Linker:
         """The methods of that name defined in the subclasses of a class, at any depth, and in the mixins
         whose chain of ``super().name()`` ends in the class's method (`_chain_end`)."""
         subclasses = [*self._descendants(cls), *self._partners(cls, name)]
-        return [n for sub in subclasses for n in self.functions.get((sub.source, f"{sub.name}.{name}"), [])]
+        return [n for sub in subclasses for n in self._own_method(sub, name)]
 
     def _chain_end(self, own: ClassNode, name: str) -> list[NameNode]:
         """Where ``super().name()`` goes in a mixin whose bases lack the method. Where the corpus combines
@@ -815,9 +825,9 @@ class Linker:
         corpus's (it may define the method)."""
         if name.startswith("__") or not all(self._bases_known(c) for c in self.mro(own)):
             return []
-        combined = [sub for sub in self._descendants(own) if len(self._named_bases(sub)) > 1]
-        if combined:
-            return list(dict.fromkeys(n for sub in combined for n in self._after(sub, own, name)))
+        orders = [self.mro(sub) for sub in self._descendants(own) if len(self._named_bases(sub)) > 1]
+        if orders:  # the method after the mixin's in each combining class's order
+            return list(dict.fromkeys(n for o in orders for n in self._first_defining(o[o.index(own) + 1 :], name)))
         family = {c.id for c in (*self.mro(own), *self._descendants(own))}
         ends: dict[ClassNode, NameNode] = {}
         for n in self._methods_named(own.source, name):
@@ -828,14 +838,6 @@ class Linker:
         if any(lower not in self.mro(upper) for lower, upper in zip(line, line[1:])):
             return []  # partners of unrelated classes: no telling which
         return list(ends.values())
-
-    def _after(self, combined: ClassNode, mixin: ClassNode, name: str) -> list[NameNode]:
-        """The method of that name that follows the mixin's in a class's order of bases."""
-        order = self.mro(combined)
-        for owner in order[order.index(mixin) + 1 :]:
-            if found := self.functions.get((owner.source, f"{owner.name}.{name}")):
-                return found
-        return []
 
     def _named_bases(self, cls: ClassNode) -> list[str]:
         """The bases a class statement names, but `object`."""
@@ -858,7 +860,7 @@ class Linker:
             mixins = self._mixin_memo[name] = self._mixins(name)
         if not mixins:
             return []
-        ends = {n.id for n in self.functions.get((cls.source, f"{cls.name}.{name}"), [])}
+        ends = {n.id for n in self._own_method(cls, name)}
         found = [sub for mixin, chain_ends in mixins if ends & chain_ends for sub in (mixin, *self._descendants(mixin))]
         return list(dict.fromkeys(found))
 
@@ -995,10 +997,7 @@ class Linker:
         if f is None or hops > _MAX_HOPS:
             return []
         if not rest_of:
-            found: list[NameNode | ClassNode] = [
-                *self.functions.get((source, name), []),
-                *self.classes.get((source, name), []),
-            ]
+            found = self._defined_in(source, name)
             if found and hops:
                 return found
         else:
