@@ -174,6 +174,8 @@ class Linker:
         self._reads_memo: dict[str, dict[str, set[str]]] = {}  # source -> function id -> what it calls or reads
         self._contents: dict[str, list[tuple[_File, str, str]]] | None = None  # class id -> what is put in
         self._element_memo: dict[str, list[Value]] = {}
+        self._given_memo: dict[tuple[str, str], list[Value]] = {}  # (source, method) -> _self_given's
+        self._self_contents: dict[str, list[tuple[ClassNode, _File, str, str]]] | None = None  # _put_on_self's
         self._bound_memo: dict[str, list[NameNode]] | None = None  # _class_bound's
         # What names resolve to, once the bases are known (a name is read at many sites: 15% of the
         # linking at 100k functions)
@@ -413,7 +415,8 @@ class Linker:
         attribute `Interpolation()` or a subclass's `BasicInterpolation()`, and the tests pass an
         `ExtendedInterpolation()`), so every override of the method in the base's subclasses, as `override`."""
         held = [node for kind, node in values if kind == "i" and isinstance(node, ClassNode)]
-        bases = [c for c in held if any(c in self.mro(other)[1:] for other in held)]
+        above = {base.id for other in dict.fromkeys(held) for base in self.mro(other)[1:]}
+        bases = [c for c in held if c.id in above]
         known = {node for node, _ in found}
         overrides = [n for base in bases for n in self._overrides(base, member) if n not in known]
         return [(n, "override") for n in dict.fromkeys(overrides)]
@@ -451,7 +454,8 @@ class Linker:
         """A method found through the class and its overrides: an abstract one left out when
         overrides exist (it runs only on a subclass that forgot to define it)."""
         kept = [(n, how) for n, how in found if not overrides or not self._abstract(n)]
-        return kept + [(n, how) for n, how in overrides if n not in {m for m, _ in found}]
+        known = {n for n, _ in found}
+        return kept + [(n, how) for n, how in overrides if n not in known]
 
     def _abstract(self, function: NameNode | ClassNode) -> bool:
         f = self.files.get(function.source)
@@ -510,6 +514,8 @@ class Linker:
                     values, how = self._called([("f", n) for n in guessed], "inferred", depth)
                     continue
             values, how = self._attribute(values, name, how, depth, subclassed=through_self and step == 0)
+            if not values and through_self and step == 0 and (family := self._only_on_family(f, scope, name, depth))[0]:
+                values, how = family[0], _weakest(how, family[1])
             if called:
                 values, how = self._called(values, how, depth)
             values += elements if called and name in _ELEMENT_GETTERS else []
@@ -594,6 +600,40 @@ class Linker:
             values, how = self._called(values, how, depth)
         return values, how, segments[1:]
 
+    def _only_on_family(self, f: _File, scope: str, name: str, depth: int) -> tuple[list[Value], str]:
+        """``self.name`` that neither the class nor its bases define (inferred): the methods of that name
+        in the subclasses that may be `self` here (argparse's ``self._get_formatter()`` in a container
+        class, defined in ``ArgumentParser``), else, for a dict, list or set attribute of no class of
+        the corpus, the instances the class's family puts into it (email's ``self._msgstack.append(msg)``,
+        then ``root = self._msgstack.pop()``)."""
+        own = self._class_at(f.record.source, scope)
+        if own is None:
+            return [], _CERTAINTY[0]
+        if (_family(f.record.lang), name) in self.by_last:  # a function of that name somewhere
+            methods = self._reachable(own, scope, self._overrides(own, name))
+            if methods:
+                return [("f", n) for n in methods], "inferred"
+        found: list[Value] = []
+        how = "inferred"
+        for owner, put, where, element in self._put_on_self().get(name, []):
+            if owner in self.mro(own) or own in self.mro(owner):
+                values, element_how = self._values(put, where, element, None, depth + 1)
+                found += [("e", node) for kind, node in values if kind == "i"]
+                how = _weakest(how, element_how)
+        return list(dict.fromkeys(found)), how
+
+    def _put_on_self(self) -> dict[str, list[tuple[ClassNode, _File, str, str]]]:
+        """attribute -> (class, file, scope, element) for what a class's methods put into
+        ``self.attribute``; built when first asked."""
+        if self._self_contents is None:
+            self._self_contents = defaultdict(list)
+            for f in self.files.values():
+                for scope, receiver, element in f.elements:
+                    head, _, attribute = receiver.partition(".")
+                    if head == "self" and attribute.isidentifier() and (own := self._class_at(f.record.source, scope)):
+                        self._self_contents[attribute].append((own, f, scope, element))
+        return self._self_contents
+
     def _put_here(self, f: _File, scope: str, name: str, depth: int) -> tuple[list[Value], str]:
         """Elements of a local container of no class of the corpus (a dict, list or set): the instances its scope
         puts into it (argparse's ``group_map = {}``, ``group_map[action] = mutex_group``, then
@@ -636,7 +676,21 @@ class Linker:
                 expression = passed[index] if 0 <= index < len(passed) else named.get(parameter, "")
             if expression:
                 values += self._values(site, caller.name, expression, line, depth + 1)[0]
+                values += self._self_given(site, caller.name, expression)
         return list(dict.fromkeys(values)), "inferred"
+
+    def _self_given(self, f: _File, scope: str, expression: str) -> list[Value]:
+        """The subclasses' instances a method may pass as `self` (argparse's ``_ActionsContainer.
+        add_mutually_exclusive_group`` makes a ``_MutuallyExclusiveGroup(self)``, self being a parser or
+        a group): those of each subclass that runs the method (`_runs_from`)."""
+        if not expression.isidentifier() or self._self_alias(f, scope, expression) != "self":
+            return []
+        key = (f.record.source, scope)
+        if key not in self._given_memo:
+            own = self._class_at(f.record.source, scope)
+            subclasses = self._descendants(own) if own is not None else []
+            self._given_memo[key] = [("i", sub) for sub in subclasses if self._runs_from(own, scope, sub)]  # type: ignore[arg-type]
+        return self._given_memo[key]
 
     def _binding(self, f: _File, caller: NameNode, line: int, callee: str, depth: int) -> str:
         """The receiver of a call on an instance (``msg.walk()``) that runs a plain function, which a class
@@ -885,16 +939,21 @@ class Linker:
         run: `self` there is an instance of a subclass only where that subclass inherits the method from
         `own`, or redefines it and calls it back (``super().m()``, ``Base.m(self)``). click's
         ``ClickException.show`` never runs on a ``BadParameter``: ``UsageError`` redefines ``show``."""
-        method = scope[len(own.name) + 1 :].partition(".")[0]
-        if not scope.startswith(f"{own.name}.") or not method:
-            return overrides
         kept = []
         for override in overrides:
             subclass = self.classes.get((override.source, override.name.rpartition(".")[0]), [])
-            runs = self._method(subclass[0], method) if subclass else []
-            if not runs or any(self._calls_back(n, own, method) for n in runs):
+            if not subclass or self._runs_from(own, scope, subclass[0]):
                 kept.append(override)
         return kept
+
+    def _runs_from(self, own: ClassNode, scope: str, subclass: ClassNode) -> bool:
+        """Whether `self` in `scope` (a method of `own`, or a function nested in one) may be an instance
+        of a subclass: where it inherits the method or redefines it and calls it back."""
+        method = scope[len(own.name) + 1 :].partition(".")[0]
+        if not scope.startswith(f"{own.name}.") or not method:
+            return True
+        runs = self._method(subclass, method)
+        return not runs or any(self._calls_back(n, own, method) for n in runs)
 
     def _calls_back(self, function: NameNode, own: ClassNode, method: str) -> bool:
         """Whether a method is own's `method` itself, or a redefinition of it that calls the one it overrides."""

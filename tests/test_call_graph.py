@@ -1166,6 +1166,79 @@ def test_a_local_dict_or_list_holds_the_instances_its_scope_puts_into_it(tmp_pat
     }
 
 
+_SELF_FAMILY = {
+    "parsing.py": """\
+        class Message:
+            def attach(self, part):
+                return part
+
+
+        class Parser:
+            def __init__(self):
+                self._stack = []
+                self._names = []
+
+            def push(self):
+                self._stack.append(Message())
+                self._names.append("root")
+
+            def close(self):
+                root = self._stack.pop()
+                root.attach(self._stack[-1])
+                return self._names.pop().upper()
+
+
+        class Formatter:
+            def format(self, action):
+                return action
+
+
+        class Container:
+            def add(self, action):
+                return self._formatter().format(action)
+
+            def group(self):
+                return Group(self)
+
+            def remove(self, action):
+                return action
+
+
+        class ArgumentParser(Container):
+            def _formatter(self):
+                return Formatter()
+
+            def remove(self, action):
+                return action
+
+
+        class Group(Container):
+            def __init__(self, container):
+                self._container = container
+
+            def remove(self, action):
+                return self._container.remove(action)
+        """,
+}
+
+
+def test_self_may_be_any_subclass_that_runs_the_method(tmp_path: Path) -> None:
+    """What `self` gives where the class alone does not tell: the value of a method only subclasses define
+    (argparse's `self._get_formatter()` in `_ActionsContainer`), the elements of a list attribute the class
+    fills (email's `self._msgstack.append(msg)`, then `self._msgstack.pop()`; a string put in calls nothing),
+    and `self` handed to another object, which may be an instance of any subclass running the method
+    (`_MutuallyExclusiveGroup(self)`: its `_container` is a parser or a group)."""
+    assert _calls_in(tmp_path, _SELF_FAMILY) == {
+        ("Parser.close", "Message.attach", "inferred"),
+        ("Container.add", "ArgumentParser._formatter", "override"),
+        ("Container.add", "Formatter.format", "inferred"),
+        ("Container.group", "Group.__init__", "local"),
+        ("Group.remove", "Container.remove", "inferred"),
+        ("Group.remove", "ArgumentParser.remove", "inferred"),
+        ("Group.remove", "Group.remove", "inferred"),
+    }
+
+
 _TOKENS = {
     "tokens.py": """\
         import os
