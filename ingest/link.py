@@ -81,6 +81,9 @@ _BUILTIN_METHODS = frozenset(
 #: from 0.22 to 0.80 but precision from 0.980 to 0.823; at most 4, 0.42 and 0.953. Since the elements
 #: of user containers are typed, the guesses left were taken 4 times of 13.
 _MAX_GUESSES = 4
+#: `self` handed to another object stands for at most this many subclasses: a base with more (sklearn's
+#: estimator mixins: 263 at 100k functions) says little of which, and each call on it would fan out to all
+_MAX_SUBCLASSES = 8
 _MAX_SITES = 64  # call sites of one name read for what callers pass to an untyped parameter
 _MAX_HOPS = 4  # re-exports followed through at most this many modules
 _MAX_DEPTH = 8  # type expressions followed through at most this many others
@@ -689,7 +692,8 @@ class Linker:
         if key not in self._given_memo:
             own = self._class_at(f.record.source, scope)
             subclasses = self._descendants(own) if own is not None else []
-            self._given_memo[key] = [("i", sub) for sub in subclasses if self._runs_from(own, scope, sub)]  # type: ignore[arg-type]
+            running: list[Value] = [("i", sub) for sub in subclasses if self._runs_from(own, scope, sub)]  # type: ignore[arg-type]
+            self._given_memo[key] = running if len(running) <= _MAX_SUBCLASSES else []
         return self._given_memo[key]
 
     def _binding(self, f: _File, caller: NameNode, line: int, callee: str, depth: int) -> str:

@@ -1239,6 +1239,34 @@ def test_self_may_be_any_subclass_that_runs_the_method(tmp_path: Path) -> None:
     }
 
 
+def test_self_handed_from_a_class_with_many_subclasses_stands_for_none_of_them(tmp_path: Path) -> None:
+    """Nine subclasses below the class handing `self` say little of which one it is (sklearn's estimator mixins
+    have 263): the receiver keeps the class itself, and a call on it reaches no subclass's method."""
+    subclasses = "".join(f"class Sub{i}(Base):\n    def remove(self, x):\n        return x\n\n\n" for i in range(9))
+    base = """\
+        class Base:
+            def group(self):
+                return Group(self)
+
+            def remove(self, x):
+                return x
+
+
+        class Group:
+            def __init__(self, container):
+                self._container = container
+
+            def remove(self, x):
+                return self._container.remove(x)
+
+
+        """
+    files = {"many.py": textwrap.dedent(base) + subclasses}
+    assert {edge for edge in _calls_in(tmp_path, files) if edge[0] == "Group.remove"} == {
+        ("Group.remove", "Base.remove", "inferred")
+    }
+
+
 _TOKENS = {
     "tokens.py": """\
         import os
