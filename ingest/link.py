@@ -456,7 +456,9 @@ class Linker:
     ) -> list[tuple[NameNode | ClassNode, str]]:
         """A method found through the class and its overrides: an abstract one left out when
         overrides exist (it runs only on a subclass that forgot to define it)."""
-        kept = [(n, how) for n, how in found if not overrides or not self._abstract(n)]
+        if not overrides:
+            return found
+        kept = [(n, how) for n, how in found if not self._abstract(n)]
         known = {n for n, _ in found}
         return kept + [(n, how) for n, how in overrides if n not in known]
 
