@@ -9,7 +9,8 @@ combined with, statically or by ``type()``); calling a class calls its ``__init_
 are followed through the type facts of ingest.python_types (annotations, constructor calls, return
 types, attributes of ``self`` and of classes, ``isinstance`` narrowing, what callers pass to an
 untyped parameter, the items of a returned tuple, the elements the corpus puts into a user-defined
-container), evaluated lazily and memoised; reads and writes of a property link to its
+container or into a dict or list attribute of ``self``; ``self`` handed on stands for the subclasses
+that run the method), evaluated lazily and memoised; reads and writes of a property link to its
 getter or setter. Other languages
 resolve a receiver through its declared type (``Box b``, ``b := &Box{}``), then by name: a method
 of the caller's own class, then within the file, the package or namespace (or directory), and the
@@ -693,8 +694,9 @@ class Linker:
         key = (f.record.source, scope)
         if key not in self._given_memo:
             own = self._class_at(f.record.source, scope)
-            subclasses = self._descendants(own) if own is not None else []
-            running: list[Value] = [("i", sub) for sub in subclasses if self._runs_from(own, scope, sub)]  # type: ignore[arg-type]
+            running: list[Value] = (
+                [("i", sub) for sub in self._descendants(own) if self._runs_from(own, scope, sub)] if own else []
+            )
             self._given_memo[key] = running if len(running) <= _MAX_SUBCLASSES else []
         return self._given_memo[key]
 

@@ -35,7 +35,7 @@ def _properties(record: type) -> tuple[tuple[str, bool], ...]:
 
 def _property_names(record: type) -> tuple[str, ...]:
     """The names of `_properties`, worked out once: asked for each record written (212k CALLS edges at 100k
-    functions, 12 µs each when worked out every time)."""
+    functions; 0.25 µs instead of 0.9)."""
     if record not in _NAMES:
         _NAMES[record] = tuple(name for name, _ in _properties(record))
     return _NAMES[record]
