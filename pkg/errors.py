@@ -29,6 +29,10 @@ class StoreNotFoundError(StoreError):
     """No database exists where one was expected."""
 
 
+class MissingPartError(StoreError):
+    """The database was built without the part (`pkg build --parts`) whose nodes a request searches."""
+
+
 class StoreUnavailableError(StoreError):
     """A database server cannot be reached or refuses the credentials."""
 

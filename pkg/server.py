@@ -673,7 +673,8 @@ class Tools:
         found = self.ws.kb.context_at(chosen, line, code, similar, budget=budget, names=names, gate=gate, draft=draft)
         shown = found.text or f"no context: {found.gated or 'nothing the code uses from elsewhere fits the budget'}"
         invented = [f"invented: {describe_invented(name, chosen)}" for name in found.invented]
-        return _result(found.json(), "\n".join([*invented, shown]))
+        notes = [f"note: {note}" for note in found.notes]
+        return _result(found.json(), "\n".join([*invented, *notes, shown]))
 
     async def search_docs(self, text: Text, k: K = 5) -> CallToolResult:
         """Search the documentation and JSON documents in the knowledge graph (tutorials converted to JSON,

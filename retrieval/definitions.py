@@ -122,7 +122,8 @@ class DefinitionsContext:
     """What `context_at` found: the definitions that fit the budget, their rendering (stubs grouped
     by file under a `# path` header, then any similar code under `# path:first-last`), the names used from
     elsewhere that resolved, why `auto` returned nothing (None when it returned context), the names a draft
-    invents, and the code most like the code at hand and such a draft (retrieval.second_round)."""
+    invents, the code most like the code at hand and such a draft (retrieval.second_round), and what the
+    answer lacks for want of a part of the database (similar code, where it holds no chunks)."""
 
     definitions: list[Definition]
     text: str
@@ -131,6 +132,7 @@ class DefinitionsContext:
     tokens: int = 0
     invented: list[Invented] = field(default_factory=list)  # with a draft: the names it invents
     similar: list[SimilarCode] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def json(self) -> dict[str, Any]:
         return {
@@ -141,6 +143,7 @@ class DefinitionsContext:
             "tokens": self.tokens,
             "invented": [i.json() for i in self.invented],
             "similar": [s.json() for s in self.similar],
+            "notes": self.notes,
         }
 
 

@@ -9,7 +9,7 @@ from pkg.config import BM25_DIR
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import Label
 from pkg.schema import ImplNode, expect
-from pkg.stores.base import GraphStore
+from pkg.stores.base import GraphStore, missing_part
 from retrieval.bm25 import BM25Index
 from retrieval.names import function_document
 
@@ -64,6 +64,8 @@ def open_index(store: GraphStore, db_dir: Path, unit: str) -> BM25Index:
             ) from None
         index = build_index(store, unit, db_dir)
     expected = store.counts().nodes.get(UNITS[unit].value, 0)
+    if expected == 0:
+        raise missing_part(UNITS[unit])
     if len(index.ids) != expected:
         raise StoreError(
             f"the BM25 index of {unit} in {db_dir} has {len(index.ids)} documents but the store has {expected};"

@@ -16,7 +16,7 @@ from pkg.embedders import Embedder
 from pkg.errors import ConfigError, StoreError
 from pkg.graph import Label
 from pkg.schema import ChunkNode, PathValueNode, RowNode, expect
-from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext
+from pkg.stores.base import EmbedderInfo, GraphStore, NodeContext, require_nodes
 from retrieval.expand import EXPAND_BUDGET, Expand, expansions
 from retrieval.fusion import FUSION_DEPTHS, FUSION_WEIGHTS, RRF_K, Fusion, reciprocal_rank_fusion, score_fusion
 from retrieval.lexical import UNITS, open_index
@@ -127,7 +127,10 @@ class _Query:
         return self._vector
 
     def dense(self, label: Label, k: int) -> list[tuple[str, float]]:
-        return self._kept(lambda n: [(h.id, h.score) for h in self.store.search(label, self.vector, n)], k)
+        hits = self._kept(lambda n: [(h.id, h.score) for h in self.store.search(label, self.vector, n)], k)
+        if not hits:
+            require_nodes(self.store, label)
+        return hits
 
     def sparse(self, unit: str, k: int) -> list[tuple[str, float]]:
         if self.db_dir is None:

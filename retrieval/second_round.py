@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Unpack
 
 from pkg.collector import collector_paused
-from pkg.errors import ConfigError
+from pkg.errors import ConfigError, MissingPartError
 from pkg.stores.base import GraphStore
 from retrieval.definitions import (
     DEFAULT_BUDGET,
@@ -62,7 +62,10 @@ def draft_context(
     draft = options.get("draft")
     if not draft or not found.invented or not similar:
         return found.fitted(budget)
-    snippets = _similar_code(store, db_dir, path, line, text, draft, similar, options)
+    try:
+        snippets = _similar_code(store, db_dir, path, line, text, draft, similar, options)
+    except MissingPartError as missing:  # a database of --parts functions: the definitions alone, and why
+        return replace(found.fitted(budget), notes=[f"no similar code: {missing}"])
     headers = [f"# {display_path(s.path, path)}:{s.lines[0]}-{s.lines[1]}" for s in snippets]
     blocks = [f"{header}\n{s.code.rstrip()}" for header, s in zip(headers, snippets)]
     kept, _ = fit_snippets(blocks, int(budget * SIMILAR_SHARE), found.count)  # a cut keeps its header

@@ -172,10 +172,15 @@ WITHOUT_BODY = "".join((SHOP / "pricing.py").read_text().splitlines(keepends=Tru
 
 def test_a_draft_is_checked_for_names_nothing_mentions(kb: KnowledgeBase) -> None:
     """A draft of checkout's body that misspells two names: each is listed with the definition named like it,
-    and those definitions lead the context; a draft naming only real things gets none under the auto gate."""
+    and those definitions lead the context; a draft naming only real things gets none under the auto gate.
+    Built without chunks, the similar code a draft brings is missing, and a note says why."""
     draft = "gross = cart.totals() * (1 + TAX_RATE)\nreturn u.round_mony(gross)\n"
     found = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft=draft)
     assert found.gated is None
+    assert found.similar == [] and found.notes == found.json()["notes"] == [
+        "no similar code: this database holds no CHUNK nodes: its build left out the 'chunks' part"
+        " (pkg build --parts ...,chunks) or found nothing for it"
+    ]
     assert [(i.name, [(s.name, s.source, s.start_line) for s in i.suggestions]) for i in found.invented] == [
         ("round_mony", [("round_money", _at("util.py"), 1)]),
         ("totals", [("Cart.total", _at("models.py"), 33)]),
@@ -215,7 +220,7 @@ def test_a_draft_that_invents_a_name_brings_code_like_it(
     kb.build([SHOP.parent])
     draft = "gross = cart.totals() * (1 + TAX_RATE)\nreturn u.round_mony(gross)\n"
     found = kb.context_at(_at("pricing.py"), 7, WITHOUT_BODY, draft=draft)
-    assert found.similar and _at("pricing.py") not in {s.path for s in found.similar}
+    assert found.similar and _at("pricing.py") not in {s.path for s in found.similar} and found.notes == []
     assert [s for s in found.similar if s.code.endswith(TRUNCATED)] in ([], found.similar[-1:])  # cut to fit
     for snippet in found.similar:  # each is its file's text at its lines
         lines = Path(snippet.path).read_text().splitlines()[snippet.lines[0] - 1 : snippet.lines[1]]

@@ -565,6 +565,8 @@ def context(
         here = str(Path(path).resolve()) if Path(path).exists() else path  # as context_at reads it
         for name in found.invented:
             click.echo(f"invented: {describe_invented(name, here)}", err=True)
+        for note in found.notes:
+            click.echo(f"note: {note}", err=True)
     if fmt == "json":
         click.echo(json.dumps(found.json()))
     elif fmt == "prompt":

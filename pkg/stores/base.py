@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pkg.errors import EmbedderMismatchError
+from pkg.errors import EmbedderMismatchError, MissingPartError
 from pkg.graph import Edge, EmbedderInfo, Label, Node, SourceRecord, Span
 from pkg.schema import TEXT_LABELS, ClassNode, FileNode, NameNode, NodeRecord
 
@@ -221,6 +221,32 @@ def code_tables(store: GraphStore) -> tuple[list[FileNode], list[ClassNode], lis
     classes = [r for r in store.label_records(Label.CLASS) if isinstance(r, ClassNode)]
     names = [r for r in store.label_records(Label.NAME) if isinstance(r, NameNode)] if files else []
     return files, classes, names
+
+
+#: The part of a build (`pkg build --parts`) that makes the nodes of each label a search reads.
+PART_OF = {
+    Label.IMPL: "functions",
+    Label.BLOCK: "functions",
+    Label.ROW: "rows",
+    Label.CHUNK: "chunks",
+    Label.PATHVALUE: "json",
+}
+
+
+def require_nodes(store: GraphStore, label: Label) -> None:
+    """MissingPartError unless the store holds nodes of the label: asked when a search finds nothing, so a
+    database built without them says so instead of answering with nothing."""
+    if store.counts().nodes.get(label.value, 0) == 0:
+        raise missing_part(label)
+
+
+def missing_part(label: Label) -> MissingPartError:
+    """The error of a database that holds no nodes of a label, naming the build part that makes them."""
+    part = PART_OF[label]
+    return MissingPartError(
+        f"this database holds no {label.value} nodes: its build left out the {part!r} part"
+        f" (pkg build --parts ...,{part}) or found nothing for it"
+    )
 
 
 def require_text_label(label: Label) -> None:
