@@ -389,6 +389,43 @@ class HttpServer:
     built: Built
 
 
+@pytest.mark.cli
+def test_a_database_without_a_part_says_which_part_it_lacks(env: dict[str, str], tmp_path: Path) -> None:
+    """Built with --parts functions: a search of chunks or of documents is refused naming the part the build left
+    out, where it answered with nothing; context_at with a draft that invents a name gives the definitions and
+    a note that similar code needs chunks."""
+    root, db = tmp_path / "root", tmp_path / "db"
+    shutil.copytree(FIXTURES / "corpus", root / "corpus", ignore=shutil.ignore_patterns("__pycache__"))
+    cli_build(db, env, str(root / "corpus"), "--parts", "functions")
+    no_chunks = (
+        "this database holds no CHUNK nodes: its build left out the 'chunks' part (pkg build --parts ...,chunks)"
+        " or found nothing for it"
+    )
+
+    async def scenario(client: Client) -> None:
+        await _refused(client, "search", {"text": "area of a circle", "mode": "chunk"}, no_chunks)
+        await _refused(
+            client,
+            "search_docs",
+            {"text": "area of a circle"},
+            "no PATHVALUE nodes: its build left out the 'json' part",
+        )
+        code = "from shapes import Circle, fibonacci\n\n\ndef ring(r):\n"
+        arguments = {"path": str(root / "corpus" / "pkgdemo" / "ring.py"), "code": code, "line": 4}
+        checked = await _ok(client, "context_at", {**arguments, "draft": "return Circle(r).area() - fibonaci(3)\n"})
+        assert (checked["similar"], checked["notes"]) == ([], [f"no similar code: {no_chunks}"])
+        assert [d["name"] for d in checked["definitions"]][:1] == ["fibonacci"]
+
+    async def over_stdio() -> None:
+        args = ["-m", "pkg", "serve", "--db", str(db), "--root", str(root)]
+        async with Client(
+            StdioServerParameters(command=sys.executable, args=args, env={**os.environ, **env})
+        ) as client:
+            await scenario(client)
+
+    asyncio.run(over_stdio())
+
+
 def _wait_for_http(process: subprocess.Popen[str], host: str, port: int) -> None:
     deadline = time.monotonic() + 600  # loading the model: room for a busy host
     while time.monotonic() < deadline:
