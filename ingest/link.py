@@ -567,12 +567,21 @@ class Linker:
             found: dict[str, list[tuple[_File, str, str]]] = defaultdict(list)
             for f in self.files.values():
                 for scope, receiver, element in f.elements:
-                    for kind, node in self._values(f, scope, receiver, None)[0]:
+                    for kind, node in self._receiver(f, scope, receiver):
                         if kind == "i":
                             found[node.id].append((f, scope, element))
             self._memo, self._sites_memo, self._element_memo, self._cut_memo = kept
             self._contents = dict(found)
         return self._contents
+
+    def _receiver(self, f: _File, scope: str, receiver: str) -> list[Value]:
+        """What a receiver the corpus puts into may be, for `_put_into`: a plain local variable's values without the
+        elements its scope puts into it, which are no instance (half the index's time at 100k functions went
+        on them)."""
+        local = self._local(f, scope, receiver) if receiver.isidentifier() and receiver not in ("self", "cls") else None
+        if local is None:
+            return self._values(f, scope, receiver, None)[0]
+        return list(dict.fromkeys(self._bound_to(f, local, receiver, None, 0)[0]))
 
     def _head(
         self, f: _File, scope: str, segments: list[tuple[str, bool]], line: int | None, depth: int
@@ -588,23 +597,33 @@ class Linker:
         elif name == "super" and called and own is not None:
             return [("i", base) for base in self.bases.get(own.id, [])], how, segments[1:]
         elif (local := self._local(f, scope, name)) is not None:
-            where, entries = local
-            narrowed = [e for e, first, last in entries if first and line is not None and first <= line <= last]
-            for expression in narrowed or [e for e, first, _ in entries if not first and e]:
-                found, found_how = self._values(f, where, expression, None, depth + 1)
-                values, how = values + found, _weakest(how, found_how)
-            if not any(e for e, _, _ in entries):
-                values, how = self._passed(f, where, name, depth)
-            elif not any(e.startswith(":") for e, _, _ in entries):  # a default is one value of many
-                passed, _ = self._passed(f, where, name, depth)
-                values, how = values + passed, _weakest(how, "inferred") if passed else how
-            if not values and (put := self._put_here(f, where, name, depth))[0]:  # a dict, list or set
+            values, how = self._bound_to(f, local, name, line, depth)
+            if not values and (put := self._put_here(f, local[0], name, depth))[0]:  # a dict, list or set
                 values, how = put
         else:
             return self._module_path(f, scope, segments, depth)
         if called:
             values, how = self._called(values, how, depth)
         return values, how, segments[1:]
+
+    def _bound_to(
+        self, f: _File, local: tuple[str, list[tuple[str, int, int]]], name: str, line: int | None, depth: int
+    ) -> tuple[list[Value], str]:
+        """The values of a local variable: what it is assigned (narrowed at the line where isinstance says so),
+        and what callers pass where it is a parameter."""
+        where, entries = local
+        values: list[Value] = []
+        how = _CERTAINTY[0]
+        narrowed = [e for e, first, last in entries if first and line is not None and first <= line <= last]
+        for expression in narrowed or [e for e, first, _ in entries if not first and e]:
+            found, found_how = self._values(f, where, expression, None, depth + 1)
+            values, how = values + found, _weakest(how, found_how)
+        if not any(e for e, _, _ in entries):
+            values, how = self._passed(f, where, name, depth)
+        elif not any(e.startswith(":") for e, _, _ in entries):  # a default is one value of many
+            passed, _ = self._passed(f, where, name, depth)
+            values, how = values + passed, _weakest(how, "inferred") if passed else how
+        return values, how
 
     def _only_on_family(self, f: _File, scope: str, name: str, depth: int) -> tuple[list[Value], str]:
         """``self.name`` that neither the class nor its bases define (inferred): the methods of that name
