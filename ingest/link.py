@@ -576,8 +576,8 @@ class Linker:
 
     def _receiver(self, f: _File, scope: str, receiver: str) -> list[Value]:
         """What a receiver the corpus puts into may be, for `_put_into`: a plain local variable's values without the
-        elements its scope puts into it, which are no instance (half the index's time at 100k functions went
-        on them)."""
+        elements its scope puts into it, which are no instance (reading them took a quarter of the index's time at
+        100k functions: 2.26 CPU s against 1.68)."""
         local = self._local(f, scope, receiver) if receiver.isidentifier() and receiver not in ("self", "cls") else None
         if local is None:
             return self._values(f, scope, receiver, None)[0]
