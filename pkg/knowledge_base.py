@@ -14,7 +14,7 @@ query through `KnowledgeBase.query`; the CLI, `pkg compare` and a server hold on
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,7 @@ from pkg.collector import collecting_rarely
 from pkg.config import BUILD_LOCK, DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
 from pkg.embedders import DEFAULT_SPEC, FAST_PROFILE, Embedder, fit_teacher, make_embedder
 from pkg.embedders.tuning import Pair, TuneSettings, fit_texts, mine_pairs, tune
-from pkg.errors import StoreError, StoreNotFoundError
+from pkg.errors import ConfigError, StoreError, StoreNotFoundError
 from pkg.graph import EmbedderInfo, Label
 from pkg.progress import Progress, no_progress
 from pkg.schema import FileNode, ImplNode, NameNode, NodeRecord
@@ -340,9 +340,16 @@ class KnowledgeBase:
         similar = SIMILAR if similar is None else similar
         return draft_context(self.store, self.db_dir, path, line, text, similar, **options)
 
-    def calls(self, name: str, callers: bool = False, limit: int = 20) -> list[FunctionCalls]:
+    def calls(
+        self, name: str, callers: bool = False, limit: int = 20, resolutions: Collection[str] = ()
+    ) -> list[FunctionCalls]:
         """The functions (each once, at most NAME_MATCHES) whose qualified name is `name` or ends with
-        "." + name, each with its first `limit` callees (with `callers`: callers) by line."""
+        "." + name, each with its first `limit` callees (with `callers`: callers) by line; with `resolutions`
+        (of ingest.link.RESOLUTIONS), only the calls resolved in one of those ways (ConfigError for another)."""
+        from ingest.link import RESOLUTIONS  # noqa: PLC0415 (as in `build`)
+
+        if unknown := sorted(set(resolutions) - set(RESOLUTIONS)):
+            raise ConfigError(f"unknown resolution {', '.join(map(repr, unknown))}: use {', '.join(RESOLUTIONS)}")
         contexts = self.store.contexts(self.store.find_functions(name, None, NAME_MATCHES))
         ids = list(dict.fromkeys(c.function.name_id for c in contexts))
         functions = [r for r in self.store.nodes(ids) if isinstance(r, NameNode)]
@@ -350,7 +357,8 @@ class KnowledgeBase:
         others = {r.id: r for r in self.store.nodes(sorted({e.other_id for e in edges})) if isinstance(r, NameNode)}
         found: dict[str, list[Call]] = {f.id: [] for f in functions}
         for e in edges:
-            found[e.name_id].append(Call(others[e.other_id], e.line, e.resolution))
+            if not resolutions or e.resolution in resolutions:
+                found[e.name_id].append(Call(others[e.other_id], e.line, e.resolution))
         # by line, then name: ids hash the file's path, so an order by id would change with the checkout
         ordered = {f.id: sorted(found[f.id], key=_by_line) for f in functions}
         return [FunctionCalls(f, ordered[f.id][:limit], max(len(ordered[f.id]) - limit, 0)) for f in functions]

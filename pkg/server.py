@@ -44,6 +44,7 @@ from mcp.types import (
 from pydantic import Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ingest.link import RESOLUTIONS
 from ingest.parse import BuildReport
 from pkg.embedders import Embedder
 from pkg.errors import ConfigError, PkgError
@@ -485,6 +486,15 @@ Limit = Annotated[
     ),
 ]
 
+Resolutions = Annotated[
+    list[str] | None,
+    Field(
+        description="Only the calls resolved in one of these ways, as each call's `resolution` names them (all when "
+        "absent): e.g. every way but the guesses by name (`property-name`, `package`, `name-only`).",
+        json_schema_extra={"items": {"enum": list(RESOLUTIONS)}},
+    ),
+]
+
 
 class Tools:
     """The MCP tools: each validates its input, runs on the Workspace's threads (`index` as a write,
@@ -691,25 +701,29 @@ class Tools:
         shown = "\n".join(f"{i}. {row['text']}  ({row['source']})" for i, row in enumerate(rows, start=1))
         return _result({"results": rows}, shown or "no documentation results")
 
-    async def callers(self, name: FunctionName, limit: Limit = FUNCTION_LIMIT) -> CallToolResult:
+    async def callers(
+        self, name: FunctionName, limit: Limit = FUNCTION_LIMIT, resolutions: Resolutions = None
+    ) -> CallToolResult:
         """Who calls a function: each function whose qualified name is `name` (or ends with it), with the
         functions that call it, each with its file, lines, the line of the call and how the call was resolved
         (local, import, self, ...). An unknown name gives an empty list."""
-        return await self._call(self._calls, name, limit, True)
+        return await self._call(self._calls, name, limit, resolutions, True)
 
-    async def callees(self, name: FunctionName, limit: Limit = FUNCTION_LIMIT) -> CallToolResult:
+    async def callees(
+        self, name: FunctionName, limit: Limit = FUNCTION_LIMIT, resolutions: Resolutions = None
+    ) -> CallToolResult:
         """What a function calls: each function whose qualified name is `name` (or ends with it), with the
         functions of the knowledge graph it calls, each with its file, lines, the line of the call and how the
         call was resolved (local, import, self, ...). An unknown name gives an empty list."""
-        return await self._call(self._calls, name, limit, False)
+        return await self._call(self._calls, name, limit, resolutions, False)
 
-    def _calls(self, name: str, limit: int, callers: bool) -> CallToolResult:
+    def _calls(self, name: str, limit: int, resolutions: list[str] | None, callers: bool) -> CallToolResult:
         name = name.strip()
         if not name:
             raise ConfigError("give a function name")
         if limit < 1:
             raise ConfigError("limit must be at least 1")
-        found = self.ws.kb.calls(name, callers=callers, limit=limit)
+        found = self.ws.kb.calls(name, callers=callers, limit=limit, resolutions=resolutions or ())
         arrow = "<-" if callers else "->"
         shown = "\n".join(
             f"{f.name} ({f.source}:{f.start_line})"

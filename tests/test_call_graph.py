@@ -16,6 +16,7 @@ from ingest.link import Linker, link_edges
 from ingest.parse import parse_corpus
 from ingest.structure import FunctionAt, file_structure, innermost
 from pkg.embedders import CachedEmbedder
+from pkg.errors import ConfigError
 from pkg.graph import Edge, Rel
 from pkg.knowledge_base import KnowledgeBase
 from pkg.schema import ClassNode, FileNode, NameNode, NodeRecord, record_of
@@ -1924,6 +1925,16 @@ def test_cross_file_edges_follow_edits_and_deletions(
         "Square.both",
         "run",
     }
+    # only the calls resolved in the ways asked for, the limit counting what is left of them
+    assert [
+        ([c.function.name for c in calls], left_out)
+        for _, calls, left_out in kb.calls("run", limit=2, resolutions=["instance", "import"])
+    ] == [(["Base.__init__", "other"], 2)]
+    assert [[c.function.name for c in calls] for _, calls, _ in kb.calls("run", resolutions=["instance"])] == [
+        ["Square.both"]
+    ]
+    with pytest.raises(ConfigError, match="unknown resolution 'certain': use local, import, self"):
+        kb.calls("run", resolutions=["self", "certain"])
     assert [(depth, getattr(r, "name", "FILE")) for depth, r in kb.file_outline("pkg/shapes.py")] == [
         (0, "FILE"),
         (1, "Base"),
@@ -1977,6 +1988,10 @@ def test_the_cli_shows_callers_callees_and_files(tmp_path: Path) -> None:
     callers = run_cli("graph", "callers", "Counter.Get", "--db", db)
     assert callers.returncode == 0, callers.stderr
     assert [line.split()[:2] for line in callers.stdout.splitlines()[1:]] == [["<-", "Counter.Add"], ["<-", "Total"]]
+    built_by = run_cli("graph", "callers", "Counter.Get", "--db", db, "--resolution", "instance")
+    assert [line.split()[:2] for line in built_by.stdout.splitlines()[1:]] == [["<-", "Total"]]
+    unknown = run_cli("graph", "callers", "Counter.Get", "--db", db, "--resolution", "certain")
+    assert unknown.returncode == 2 and "'certain' is not one of 'local', 'import'" in unknown.stderr
     outline = run_cli("graph", "file", "shapes.rs", "--db", db)
     assert outline.stdout.splitlines()[1:] == [
         "  CLASS Named  1-3",

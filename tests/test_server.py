@@ -23,6 +23,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+from ingest.link import RESOLUTIONS
 from pkg.embedders import CachedEmbedder
 from pkg.errors import ConfigError
 from pkg.server import BearerTokenGuard, StageProgress, is_loopback, parse_bind
@@ -149,6 +150,7 @@ async def _every_tool(client: Client, built: Built) -> None:
     assert tools["index"].input_schema["required"] == ["paths"]
     assert tools["callers"].input_schema["required"] == ["name"]
     assert tools["callees"].input_schema["properties"]["limit"]["minimum"] == 1
+    assert tools["callers"].input_schema["properties"]["resolutions"]["items"]["enum"] == list(RESOLUTIONS)
     assert tools["file_outline"].input_schema["required"] == ["path"]
 
     found = await _ok(client, "search", {"text": "area of a circle from its radius", "k": 2})
@@ -263,6 +265,10 @@ async def _call_graph(client: Client, built: Built) -> None:
     assert [(c["name"], c["line"], c["resolution"]) for c in greet["callers"]] == [("greet_everyone", 6, "local")]
     [everyone] = (await _ok(client, "callees", {"name": "greet_everyone"}))["functions"]
     assert [c["name"] for c in everyone["callees"]] == ["greet"]
+    local = await _ok(client, "callees", {"name": "greet_everyone", "resolutions": ["local"]})
+    assert [c["name"] for f in local["functions"] for c in f["callees"]] == ["greet"]
+    imported = await _ok(client, "callees", {"name": "greet_everyone", "resolutions": ["import", "name-only"]})
+    assert [f["callees"] for f in imported["functions"]] == [[]]  # greet is local
     assert [f["callees"] for f in (await _ok(client, "callees", {"name": "greet"}))["functions"]] == [[]]
     assert (await _ok(client, "callers", {"name": "no_such_function"}))["functions"] == []
     circle = await _ok(client, "callees", {"name": "area", "limit": 1})
@@ -295,6 +301,7 @@ async def _bad_input_then_serving(client: Client, built: Built) -> None:
     await _refused(client, "index", {"paths": ["missing.py"]}, "does not exist")
     await _refused(client, "callers", {"name": "  "}, "give a function name")
     await _refused(client, "callees", {"name": "greet", "limit": 0}, "limit must be at least 1")
+    await _refused(client, "callers", {"name": "greet", "resolutions": ["certain"]}, "unknown resolution 'certain'")
     await _refused(client, "file_outline", {"path": ""}, "give a file path")
     await _refused(client, "file_outline", {"path": "../../etc/passwd"}, "outside the allowed roots")
     await _refused(client, "file_outline", {"path": "corpus/alpaca.jsonl"}, "no code file 'corpus/alpaca.jsonl'")

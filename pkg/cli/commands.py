@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from ingest.link import RESOLUTIONS
 from pkg.config import DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, MIB, PARTS, default_cache_dir, default_db_dir
 from pkg.embedders import DEFAULT_SPEC, SPEC_HELP
 from pkg.embedders.tuning import TuneSettings
@@ -415,11 +416,19 @@ def _calls_command(callers: bool) -> Any:
         show_default=True,
         help="At most this many callers (callees) of each function; the rest are counted.",
     )
+    @click.option(
+        "--resolution",
+        "resolutions",
+        type=click.Choice(RESOLUTIONS),
+        multiple=True,
+        help="Only the calls resolved this way (repeatable: --resolution self --resolution override); "
+        "README's table of resolutions says what each means.  [default: all]",
+    )
     @format_option(["text", "json"])
     @db_option
-    def command(name: str, limit: int, fmt: str, db_dir: Path, store: str) -> None:
+    def command(name: str, limit: int, resolutions: tuple[str, ...], fmt: str, db_dir: Path, store: str) -> None:
         with knowledge_base(db_dir, store) as kb:
-            found = kb.calls(name, callers=callers, limit=limit)
+            found = kb.calls(name, callers=callers, limit=limit, resolutions=resolutions)
         if fmt == "json":
             click.echo(json.dumps(calls_json(found, callers)))
             return
