@@ -73,11 +73,13 @@ class Call:
 
 
 class FunctionCalls(NamedTuple):
-    """A function, its first calls (callers or callees) by line, and how many more the limit left out."""
+    """A function, its first calls (callers or callees) by line, how many more the limit left out, and how
+    many were resolved in ways the filter left out (`KnowledgeBase.calls`' resolutions)."""
 
     function: NameNode
     calls: list[Call]
     left_out: int
+    filtered_out: int = 0
 
 
 #: How many functions of one name `calls` answers for.
@@ -100,17 +102,19 @@ def _by_line(call: Call) -> tuple[int, str, str]:
 
 
 def calls_json(found: list[FunctionCalls], callers: bool) -> list[dict[str, Any]]:
-    """What `KnowledgeBase.calls` found, as JSON: each function with its `callers` or `callees` and
-    how many of them the limit `left_out`."""
+    """What `KnowledgeBase.calls` found, as JSON: each function with its `callers` or `callees`, how many
+    of them the limit `left_out` and how many the resolutions asked for `filtered_out`."""
     return [
         {
-            **function_json(function),
+            **function_json(found_calls.function),
             "callers" if callers else "callees": [
-                {**function_json(call.function), "line": call.line, "resolution": call.resolution} for call in calls
+                {**function_json(call.function), "line": call.line, "resolution": call.resolution}
+                for call in found_calls.calls
             ],
-            "left_out": left_out,
+            "left_out": found_calls.left_out,
+            "filtered_out": found_calls.filtered_out,
         }
-        for function, calls, left_out in found
+        for found_calls in found
     ]
 
 
@@ -356,12 +360,18 @@ class KnowledgeBase:
         edges = self.store.calls([f.id for f in functions], callers)
         others = {r.id: r for r in self.store.nodes(sorted({e.other_id for e in edges})) if isinstance(r, NameNode)}
         found: dict[str, list[Call]] = {f.id: [] for f in functions}
+        filtered_out = dict.fromkeys(found, 0)
         for e in edges:
             if not resolutions or e.resolution in resolutions:
                 found[e.name_id].append(Call(others[e.other_id], e.line, e.resolution))
+            else:
+                filtered_out[e.name_id] += 1
         # by line, then name: ids hash the file's path, so an order by id would change with the checkout
         ordered = {f.id: sorted(found[f.id], key=_by_line) for f in functions}
-        return [FunctionCalls(f, ordered[f.id][:limit], max(len(ordered[f.id]) - limit, 0)) for f in functions]
+        return [
+            FunctionCalls(f, ordered[f.id][:limit], max(len(ordered[f.id]) - limit, 0), filtered_out[f.id])
+            for f in functions
+        ]
 
     def file_outline(self, path: str) -> list[tuple[int, NodeRecord]]:
         """What the files whose path is `path` (or ends with "/" + path) contain, depth first: each FILE

@@ -733,7 +733,8 @@ class Tools:
                 for c in calls
             )
             + (f"\n  ... {left_out} more" if left_out else "")
-            for f, calls, left_out in found
+            + (f"\n  ... {filtered_out} resolved in other ways" if filtered_out else "")
+            for f, calls, left_out, filtered_out in found
         )
         return _result({"functions": calls_json(found, callers)}, shown or f"no function named {name!r}")
 

@@ -1913,13 +1913,13 @@ def test_cross_file_edges_follow_edits_and_deletions(
     build([root], store, module_embedder, parts={"functions"})
     first = snapshot(store)
     kb = KnowledgeBase(tmp_path / "kb", store, module_embedder)  # the store queries the CLI uses
-    assert {(c.function.name, c.line, c.resolution) for _, calls, _ in kb.calls("run") for c in calls} == {
+    assert {(c.function.name, c.line, c.resolution) for found in kb.calls("run") for c in found.calls} == {
         ("Base.__init__", 7, "import"),
         ("other", 8, "import"),
         ("helper", 9, "import"),
         ("Square.both", 10, "instance"),
     }
-    assert {c.function.name for _, calls, _ in kb.calls("helper", callers=True) for c in calls} == {
+    assert {c.function.name for found in kb.calls("helper", callers=True) for c in found.calls} == {
         "other",
         "Square.both.<locals>.inner",
         "Square.both",
@@ -1927,12 +1927,13 @@ def test_cross_file_edges_follow_edits_and_deletions(
     }
     # only the calls resolved in the ways asked for, the limit counting what is left of them
     assert [
-        ([c.function.name for c in calls], left_out)
-        for _, calls, left_out in kb.calls("run", limit=2, resolutions=["instance", "import"])
-    ] == [(["Base.__init__", "other"], 2)]
-    assert [[c.function.name for c in calls] for _, calls, _ in kb.calls("run", resolutions=["instance"])] == [
-        ["Square.both"]
-    ]
+        ([c.function.name for c in calls], left_out, filtered_out)
+        for _, calls, left_out, filtered_out in kb.calls("run", limit=2, resolutions=["instance", "import"])
+    ] == [(["Base.__init__", "other"], 2, 0)]
+    assert [
+        ([c.function.name for c in calls], left_out, filtered_out)
+        for _, calls, left_out, filtered_out in kb.calls("run", resolutions=["instance"])
+    ] == [(["Square.both"], 0, 3)]
     with pytest.raises(ConfigError, match="unknown resolution 'certain': use local, import, self"):
         kb.calls("run", resolutions=["self", "certain"])
     assert [(depth, getattr(r, "name", "FILE")) for depth, r in kb.file_outline("pkg/shapes.py")] == [
@@ -1989,7 +1990,12 @@ def test_the_cli_shows_callers_callees_and_files(tmp_path: Path) -> None:
     assert callers.returncode == 0, callers.stderr
     assert [line.split()[:2] for line in callers.stdout.splitlines()[1:]] == [["<-", "Counter.Add"], ["<-", "Total"]]
     built_by = run_cli("graph", "callers", "Counter.Get", "--db", db, "--resolution", "instance")
-    assert [line.split()[:2] for line in built_by.stdout.splitlines()[1:]] == [["<-", "Total"]]
+    assert built_by.stdout.splitlines()[1:] == [
+        f"  <- Total  {STRUCTURE / 'shapes.go'}:14  (line 19, instance)",
+        "  ... 1 resolved in other ways (--resolution)",
+    ]
+    as_json = run_cli("graph", "callers", "Counter.Get", "--db", db, "--resolution", "instance", "--format", "json")
+    assert [(len(f["callers"]), f["left_out"], f["filtered_out"]) for f in json.loads(as_json.stdout)] == [(1, 0, 1)]
     unknown = run_cli("graph", "callers", "Counter.Get", "--db", db, "--resolution", "certain")
     assert unknown.returncode == 2 and "'certain' is not one of 'local', 'import'" in unknown.stderr
     outline = run_cli("graph", "file", "shapes.rs", "--db", db)

@@ -434,7 +434,7 @@ def _calls_command(callers: bool) -> Any:
             return
         if not found:
             raise click.ClickException(f"no function named {name!r}")
-        for function, calls, left_out in found:
+        for function, calls, left_out, filtered_out in found:
             click.echo(f"{function.name}  {function.source}:{function.start_line}")
             for call in calls:
                 where = f"{call.function.source}:{call.function.start_line}"
@@ -444,6 +444,8 @@ def _calls_command(callers: bool) -> Any:
                 )
             if left_out:
                 click.echo(f"  ... {left_out} more (--limit {limit})")
+            if filtered_out:
+                click.echo(f"  ... {filtered_out} resolved in other ways (--resolution)")
 
     return command
 
