@@ -79,7 +79,7 @@ class FunctionCalls(NamedTuple):
     function: NameNode
     calls: list[Call]
     left_out: int
-    filtered_out: int = 0
+    filtered_out: int
 
 
 #: How many functions of one name `calls` answers for.
