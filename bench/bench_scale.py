@@ -3,8 +3,9 @@
 The corpus is the venv's site-packages (bench/corpora.py: by package, then path, test folders left
 out) until --functions functions. One `KnowledgeBase.build` (default settings; a fresh embedding
 cache unless --db's cache holds an interrupted build's vectors, counted as texts_from_cache) is
-timed by stage (parse, embed, write, link, BM25 indexes), the Python type facts the parse extracts
-for the linking pass apart (the resolver's cost: them and the link stage as a share of the build),
+timed by stage (parse, embed, write, link, BM25 indexes: the last two together, linking in a forked
+child; link is what it adds), the Python type facts the parse extracts for the linking pass apart (the
+resolver's cost: them and what linking adds as a share of the build),
 then 50 real queries per mode (first docstring lines of corpus functions) are timed in modes func
 and block, query embedding and pruning included. Records texts embedded, pruning variants, nodes,
 relationships, peak RSS, disk size against the raw float32 vector bytes, and each query's answers,
@@ -62,11 +63,13 @@ class StageClock:
     started_cpu: float = field(default_factory=time.process_time)
     last: dict[str, float] = field(default_factory=dict)
     last_cpu: dict[str, float] = field(default_factory=dict)
+    at: dict[tuple[str, int], float] = field(default_factory=dict)  # when each (stage, done) was last reported
     _shown: float = 0.0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = time.perf_counter()
         self.last[stage], self.last_cpu[stage] = now, time.process_time()
+        self.at[stage, done] = now
         if now - self._shown >= 15 or done == total:
             self._shown = now
             print(f"[{now - self.started:7.1f} s] {stage} {done}/{total}", file=sys.stderr, flush=True)
@@ -84,9 +87,15 @@ def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def peak_rss_bytes(who: int = resource.RUSAGE_SELF) -> int:
+    """Peak resident set size of this process, or of its largest waited-for child (Linux reports KiB)."""
+    return resource.getrusage(who).ru_maxrss * 1024
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds of this process's waited-for children (the build's forked linker)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def real_queries(files: list[Path], count: int) -> dict[str, tuple[str, int]]:
@@ -290,8 +299,9 @@ def main() -> None:
             started = time.perf_counter()
             dim = kb.embedder.dim
             load_s = time.perf_counter() - started
-            clock = StageClock()
+            clock, children_cpu = StageClock(), children_cpu_seconds()
             report = kb.build(files, prepare_pruning=args.prepare_pruning, progress=clock).report
+            children_cpu = children_cpu_seconds() - children_cpu
             total_s = time.perf_counter() - clock.started
             total_cpu = time.process_time() - clock.started_cpu
             build_rss = peak_rss_bytes()
@@ -304,13 +314,21 @@ def main() -> None:
                 retrieval["vector_search"] = vector_recall(kb, args.exact_db, list(known_items)[:100])
             embedder_name = kb.embedder.name
         write_s = clock.seconds("write", "embed")
-        index_end = report.seconds  # parse_corpus and index_corpus, from the build's start
+        # the BM25 indexes are built while a forked child links (pkg.indexing.link_store): what linking
+        # adds to the build is reading its tables, waiting for the child after the indexes, and writing
+        linking = {
+            "read_tables": clock.at["link", 0] - clock.last["write"],
+            "wait_after_indexes": clock.at["link", 1] - clock.last["index"],
+            "write_edges": clock.at["link", 2] - clock.at["link", 1],
+            "forked_child_cpu_seconds": children_cpu,
+            "forked_child_peak_rss_bytes": peak_rss_bytes(resource.RUSAGE_CHILDREN),
+        }
         stages = {
             "parse": clock.seconds("parse", None),
             "embed": clock.seconds("embed", "parse"),
             "write": write_s,
-            "link": index_end - (clock.last["write"] - clock.started),
-            "bm25_indexes": total_s - index_end,
+            "link": linking["read_tables"] + linking["wait_after_indexes"] + linking["write_edges"],
+            "bm25_indexes": clock.last["index"] - clock.at["link", 0],
             "total": total_s,
             "index_wait_after_build": index_wait_s,
         }
@@ -363,13 +381,16 @@ def main() -> None:
             "skipped": len(report.skipped),
             "issues": len(report.issues),
         },
-        # what resolving calls costs: the linking pass and the type facts it reads (an idle machine's
-        # CPU seconds are its wall seconds; the parse and link stages run on one thread); the node walk
-        # the facts share with the structure reader is not theirs (before 2026-11-29 it was counted in)
+        # what resolving calls costs: the type facts the linking pass reads and what the pass adds to
+        # the build's wall time (an idle machine's CPU seconds are its wall seconds; parsing runs on one
+        # thread); the node walk the facts share with the structure reader is not theirs (before
+        # 2026-11-29 it was counted in). Before 2026-12-07 the pass ran alone, after the writes: all of
+        # its time was added; since, a forked child links while the BM25 indexes are built.
         "resolver": {
             "type_facts_cpu_seconds": types_s,
             "shared_walk_cpu_seconds": walk_s,
             "link_seconds": stages["link"],
+            "linking": linking,
             "share_of_build": (types_s + stages["link"]) / stages["total"],
         },
         "memory": {"peak_rss_build_bytes": build_rss, "peak_rss_bytes": peak_rss_bytes()},

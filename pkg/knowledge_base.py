@@ -218,8 +218,16 @@ class KnowledgeBase:
             )
             store = self._open(create=True)
             self._mark_database()
-            report = index_corpus(corpus, store, self.embedder, progress, prepare_pruning)
-            return Built(report, refresh_indexes(store, self.db_dir))
+            indexed: dict[str, int] = {}
+            report = index_corpus(
+                corpus,
+                store,
+                self.embedder,
+                progress,
+                prepare_pruning,
+                alongside=lambda: indexed.update(refresh_indexes(store, self.db_dir, progress)),
+            )
+            return Built(report, indexed)
 
     def tune(
         self,

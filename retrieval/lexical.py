@@ -8,6 +8,7 @@ from pathlib import Path
 from pkg.config import BM25_DIR
 from pkg.errors import StoreError, StoreNotFoundError
 from pkg.graph import Label
+from pkg.progress import Progress, no_progress
 from pkg.schema import ImplNode, expect
 from pkg.stores.base import GraphStore, missing_part
 from retrieval.bm25 import BM25Index
@@ -27,10 +28,15 @@ def index_dir(db_dir: Path, unit: str) -> Path:
     return db_dir / BM25_DIR / _FOLDERS[unit]
 
 
-def refresh_indexes(store: GraphStore, db_dir: Path) -> dict[str, int]:
+def refresh_indexes(store: GraphStore, db_dir: Path, progress: Progress = no_progress) -> dict[str, int]:
     """Rebuild the BM25 index of every unit from what the store now holds (an empty index when it
-    holds none of the unit, so no older index outlives its nodes); returns document counts."""
-    sizes = {unit: len(build_index(store, unit, db_dir).ids) for unit in UNITS}
+    holds none of the unit, so no older index outlives its nodes); returns document counts.
+    Progress: stage "index", units done of all."""
+    sizes: dict[str, int] = {}
+    progress("index", 0, len(UNITS))
+    for unit in UNITS:
+        sizes[unit] = len(build_index(store, unit, db_dir).ids)
+        progress("index", len(sizes), len(UNITS))
     for folder in _SUPERSEDED:
         shutil.rmtree(db_dir / BM25_DIR / folder, ignore_errors=True)
     return sizes

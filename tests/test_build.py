@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import gc
+import os
 import threading
+import time
 import weakref
 from collections import Counter
 from pathlib import Path
@@ -18,14 +20,17 @@ from pkg import indexing
 from pkg.collector import BUILD_GC_THRESHOLD
 from pkg.embedders import CachedEmbedder
 from pkg.errors import CorpusError
+from pkg.forked import CAN_FORK
 from pkg.graph import Label
 from pkg.indexing import in_flight
 from pkg.knowledge_base import KnowledgeBase
 from pkg.stores.base import code_tables
 from pkg.stores.embedded import EmbeddedStore
+from retrieval import lexical
 from retrieval.search import retrieve
-from tests.conftest import FIXTURES, STDLIB_SLICE
-from tests.helpers import build
+from tests.conftest import FIXTURES, STDLIB_SLICE, STORE_KINDS
+from tests.helpers import build, empty_store
+from tests.store_support import snapshot
 
 
 def test_same_corpus_same_ids() -> None:
@@ -72,7 +77,7 @@ def test_a_build_collects_rarely_and_leaves_the_collector_as_it_found_it(
         with pytest.raises(CorpusError):
             kb.build([tmp_path / "empty"])
     assert gc.get_threshold() == before and before[0] < BUILD_GC_THRESHOLD
-    assert during == dict.fromkeys(["parse", "embed", "write"], {BUILD_GC_THRESHOLD})
+    assert during == dict.fromkeys(["parse", "embed", "write", "link", "index"], {BUILD_GC_THRESHOLD})
 
 
 def test_the_linking_pass_pauses_the_collector_and_leaves_it_as_it_found_it(
@@ -139,10 +144,10 @@ def test_the_parsed_graphs_are_let_go_before_the_linking_pass(
         parsed.extend(weakref.ref(source.graph) for source in corpus.sources)
         return corpus
 
-    def link_and_count(store: EmbeddedStore) -> int:
+    def link_and_count(store: EmbeddedStore, *rest: Any) -> int:
         gc.collect()
         alive_when_linking.append(sum(ref() is not None for ref in parsed))
-        return real_link(store)
+        return real_link(store, *rest)
 
     monkeypatch.setattr("ingest.parse.parse_corpus", parse_and_watch)
     monkeypatch.setattr(indexing, "link_store", link_and_count)
@@ -150,6 +155,71 @@ def test_the_parsed_graphs_are_let_go_before_the_linking_pass(
         report = build(STDLIB_SLICE, store, embedder)
         assert report.links > 0 and len(parsed) == report.files > 5
     assert alive_when_linking == [0]
+
+
+@pytest.mark.skipif(not CAN_FORK, reason="forks on Linux only")
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_large_corpus_is_linked_in_a_forked_child_while_the_bm25_indexes_are_built(
+    kind: str, embedder: CachedEmbedder, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From LINK_ASIDE_FROM functions (lowered here to the slice's) a child links while this process
+    builds the BM25 indexes: the indexes wait until the child has begun, and the edges are those of
+    linking in this process."""
+    with empty_store(kind, tmp_path / "inline", request) as store:
+        build(STDLIB_SLICE, store, embedder)
+        inline = snapshot(store)
+    linker = tmp_path / "linker"
+    real_link, real_indexes = indexing.link_edges, lexical.refresh_indexes
+    indexed_by: list[int] = []
+
+    def link_and_say_where(*tables: Any) -> list:
+        linker.write_text(str(os.getpid()))
+        return real_link(*tables)
+
+    def indexes_once_the_linker_runs(*args: Any) -> dict[str, int]:
+        deadline = time.monotonic() + 120
+        while not linker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        indexed_by.append(os.getpid())
+        return real_indexes(*args)
+
+    monkeypatch.setattr(indexing, "LINK_ASIDE_FROM", 1)
+    monkeypatch.setattr(indexing, "link_edges", link_and_say_where)
+    monkeypatch.setattr(lexical, "refresh_indexes", indexes_once_the_linker_runs)
+    stages: list[tuple[str, int]] = []
+    with empty_store(kind, tmp_path / "forked", request) as store:
+        built = KnowledgeBase(tmp_path / "forked", store, embedder).build(
+            STDLIB_SLICE, progress=lambda stage, done, _: stages.append((stage, done))
+        )
+        forked = snapshot(store)
+    assert indexed_by == [os.getpid()] and int(linker.read_text()) != os.getpid()
+    assert forked.edges == inline.edges and built.report.links > 50 and built.bm25["func"] > 50
+    assert [s for s in stages if s[0] in ("link", "index")] == [
+        ("link", 0),
+        ("index", 0),
+        *[("index", n) for n in range(1, len(lexical.UNITS) + 1)],
+        ("link", 1),
+        ("link", 2),
+    ]
+
+
+@pytest.mark.skipif(not CAN_FORK, reason="forks on Linux only")
+def test_when_the_work_beside_the_forked_linker_fails_its_error_surfaces_and_no_edge_changes(
+    embedder: CachedEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with EmbeddedStore(tmp_path / "db", create=True) as store:
+        build(STDLIB_SLICE, store, embedder)
+        before = snapshot(store).edges
+        monkeypatch.setattr(indexing, "LINK_ASIDE_FROM", 1)
+        monkeypatch.setattr(indexing, "link_edges", lambda *tables: [])
+
+        def fails() -> None:
+            raise OSError("disk full")
+
+        with pytest.raises(OSError, match="disk full"):
+            indexing.link_store(store, fails)
+        assert snapshot(store).edges == before
+        assert indexing.link_store(store) == 0 and not any(e[1] == "CALLS" for e in snapshot(store).edges)
 
 
 def test_prepared_pruning_needs_no_model_call_at_query_time(embedder: CachedEmbedder, tmp_path: Path) -> None:

@@ -32,7 +32,13 @@ class StageBars:
     """One progress bar per pipeline stage, on stderr when it is a terminal; a line when a build
     waits for another build of its database."""
 
-    LABELS = {"parse": "parsing   ", "embed": "embedding ", "write": "writing   "}
+    LABELS = {
+        "parse": "parsing   ",
+        "embed": "embedding ",
+        "write": "writing   ",
+        "link": "linking   ",
+        "index": "BM25      ",
+    }
 
     def __init__(self) -> None:
         self._stage: str | None = None
