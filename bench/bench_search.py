@@ -289,8 +289,15 @@ def build(kb: KnowledgeBase, store: GraphStore, corpus_dir: Path, levers: BlockL
     """Build the corpus into kb (functions only, no pruning variants; blocks as the levers say: without
     --with-blocks none, they are three quarters of the texts to embed); how many functions it indexed."""
     corpus = levers.apply(parse_corpus([corpus_dir], parts=("functions",), known=store.sources()))
-    index_corpus(corpus, store, kb.embedder, prepare_pruning=False)
-    return refresh_indexes(store, kb.db_dir)["func"]
+    indexed: dict[str, int] = {}
+    index_corpus(
+        corpus,
+        store,
+        kb.embedder,
+        prepare_pruning=False,
+        alongside=lambda: indexed.update(refresh_indexes(store, kb.db_dir)),
+    )
+    return indexed["func"]
 
 
 def rank_of(kb: KnowledgeBase, query: Function, variant: str) -> int | None:
