@@ -30,6 +30,7 @@ import resource
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -90,6 +91,44 @@ def disk_bytes(path: Path) -> int:
 def peak_rss_bytes(who: int = resource.RUSAGE_SELF) -> int:
     """Peak resident set size of this process, or of its largest waited-for child (Linux reports KiB)."""
     return resource.getrusage(who).ru_maxrss * 1024
+
+
+class MemoryWatch:
+    """The machine's available memory (/proc/meminfo's MemAvailable), sampled on a thread twice a
+    second: what the build takes of it counts the forked linker with its parent, their shared pages once."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> MemoryWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append((time.perf_counter(), available_bytes()))
+            if self._stop.wait(0.5):
+                return
+
+    def peak_taken(self, start: float = 0.0, end: float = float("inf")) -> int:
+        """The most memory taken between two perf_counter times, against the first sample."""
+        inside = [free for at, free in self.samples if start <= at <= end]
+        return self.samples[0][1] - min(inside) if inside else 0
+
+
+def available_bytes() -> int:
+    """MemAvailable of /proc/meminfo (Linux reports KiB)."""
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no MemAvailable in /proc/meminfo")
 
 
 def children_cpu_seconds() -> float:
@@ -300,7 +339,8 @@ def main() -> None:
             dim = kb.embedder.dim
             load_s = time.perf_counter() - started
             clock, children_cpu = StageClock(), children_cpu_seconds()
-            report = kb.build(files, prepare_pruning=args.prepare_pruning, progress=clock).report
+            with MemoryWatch() as memory:
+                report = kb.build(files, prepare_pruning=args.prepare_pruning, progress=clock).report
             children_cpu = children_cpu_seconds() - children_cpu
             total_s = time.perf_counter() - clock.started
             total_cpu = time.process_time() - clock.started_cpu
@@ -393,7 +433,13 @@ def main() -> None:
             "linking": linking,
             "share_of_build": (types_s + stages["link"]) / stages["total"],
         },
-        "memory": {"peak_rss_build_bytes": build_rss, "peak_rss_bytes": peak_rss_bytes()},
+        "memory": {
+            "peak_rss_build_bytes": build_rss,
+            "peak_rss_bytes": peak_rss_bytes(),
+            # the whole machine's available memory, least during the build and while linking beside the indexes
+            "machine_peak_taken_build_bytes": memory.peak_taken(),
+            "machine_peak_taken_linking_bytes": memory.peak_taken(clock.at["link", 0], clock.at["link", 2]),
+        },
         "disk": {
             "db_bytes": db_bytes,
             "cache_bytes": cache_bytes,

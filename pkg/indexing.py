@@ -3,6 +3,7 @@ write whole sources to a store, several writes in flight where the store allows 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
@@ -32,8 +33,10 @@ R = TypeVar("R")
 
 EMBED_BATCH = 256
 #: The corpus size (functions) from which the linking pass runs in a forked child beside the BM25
-#: indexes: each keeps one core busy (at 100k functions linking took 13.5 CPU s in the child, the
-#: indexes 29 s), and receiving the 212k edges cost 0.27 s (scale-20261207T141557Z.json). Below it,
+#: indexes, where there are two cores: each keeps one busy. At 100k functions the build took 200.9 s
+#: against 211.9 s linking after the indexes (linking 13.4 CPU s in the child, receiving its 212k edges
+#: 0.27 s), and the machine's memory peaked 1.2 GB higher, linking's and the indexes' peaks together
+#: (scale-20261207T144356Z.json, scale-20261207T144905Z-linking-after-indexes.json). Below it,
 #: linking takes under a second and runs here.
 LINK_ASIDE_FROM = 5_000
 WRITE_BATCH = 2000
@@ -204,11 +207,13 @@ def link_store(
 ) -> int:
     """Recompute the edges between files (CALLS, INHERITS, FILE→FILE IMPORTS) over everything the
     store holds, replacing those it had; how many there are now. `alongside()` runs meanwhile: in a
-    corpus of LINK_ASIDE_FROM functions or more, while a forked child links (pkg.forked); else first.
+    corpus of LINK_ASIDE_FROM functions or more on two cores or more, while a forked child links
+    (pkg.forked); else first.
     Progress: stage "link", 0 of 2 with the tables read, 1 with the edges in hand, 2 with them written."""
     with collector_paused:
         tables = code_tables(store)
-        linking = started(partial(link_edges, *tables), fork=len(tables[2]) >= LINK_ASIDE_FROM)
+        aside = len(tables[2]) >= LINK_ASIDE_FROM and len(os.sched_getaffinity(0)) > 1
+        linking = started(partial(link_edges, *tables), fork=aside)
         del tables  # a forked child holds them; else the pending call does
         progress("link", 0, 2)
     try:

@@ -203,6 +203,21 @@ def test_a_large_corpus_is_linked_in_a_forked_child_while_the_bm25_indexes_are_b
     ]
 
 
+def test_on_one_core_the_linking_pass_runs_here_after_the_work_beside_it(
+    embedder: CachedEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child would only take turns with this process on one core, and add its memory to the peak."""
+    with EmbeddedStore(tmp_path / "db", create=True) as store:
+        build(STDLIB_SLICE, store, embedder)
+        order: list[tuple[str, int]] = []
+        real_link = indexing.link_edges
+        monkeypatch.setattr(indexing, "LINK_ASIDE_FROM", 1)
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+        monkeypatch.setattr(indexing, "link_edges", lambda *t: order.append(("link", os.getpid())) or real_link(*t))
+        assert indexing.link_store(store, lambda: order.append(("beside", os.getpid()))) > 50
+        assert order == [("beside", os.getpid()), ("link", os.getpid())]
+
+
 @pytest.mark.skipif(not CAN_FORK, reason="forks on Linux only")
 def test_when_the_work_beside_the_forked_linker_fails_its_error_surfaces_and_no_edge_changes(
     embedder: CachedEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
