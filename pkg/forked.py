@@ -23,6 +23,13 @@ R = TypeVar("R")
 CAN_FORK = sys.platform.startswith("linux")
 
 
+def cores() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def started(work: Callable[[], R], fork: bool = True) -> Forked[R] | Deferred[R]:
     """work() started in a forked child, where `fork` and the platform allow; else put off until its
     result is asked for."""
@@ -51,7 +58,12 @@ class Forked(Generic[R]):
 
     def __init__(self, work: Callable[[], R]) -> None:
         readable, writable = os.pipe()
-        self._pid = os.fork()
+        try:
+            self._pid = os.fork()
+        except OSError:
+            os.close(readable)
+            os.close(writable)
+            raise
         if self._pid == 0:
             os.close(readable)
             _run_child(work, writable)
@@ -64,7 +76,7 @@ class Forked(Generic[R]):
         with self._pipe:
             payload = self._pipe.read()
         _, status = os.waitpid(self._pid, 0)
-        if not payload:
+        if not payload or os.waitstatus_to_exitcode(status) != 0:  # it leaves with 0 once all is written
             raise ChildProcessError(f"the forked process {self._pid} ended without a result ({_ending(status)})")
         returned, value = pickle.loads(payload)
         if returned:
@@ -79,16 +91,22 @@ class Forked(Generic[R]):
 
 
 def _run_child(work: Callable[[], R], writable: int) -> NoReturn:
+    status = 1
     try:
         try:
             payload = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
         except BaseException as error:  # noqa: B036  # an interrupt too is the parent's to see
             error.add_note(f"raised in the forked process {os.getpid()}:\n{traceback.format_exc()}")
             payload = _pickled_error(error)
-        with os.fdopen(writable, "wb") as pipe:
-            pipe.write(payload)
+        _write(writable, payload)
+        status = 0
     finally:
-        os._exit(0)
+        os._exit(status)
+
+
+def _write(writable: int, payload: bytes) -> None:
+    with os.fdopen(writable, "wb") as pipe:
+        pipe.write(payload)
 
 
 def _pickled_error(error: BaseException) -> bytes:

@@ -3,7 +3,6 @@ write whole sources to a store, several writes in flight where the store allows 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
@@ -19,7 +18,7 @@ from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variant
 from pkg.code.search_text import embedded_text
 from pkg.collector import collector_paused
 from pkg.embedders import FAST_PROFILE, CachedEmbedder, Embedder
-from pkg.forked import started
+from pkg.forked import cores, started
 from pkg.graph import EMBEDDED_LABELS, EmbedderInfo, Label, Node
 from pkg.progress import Progress, no_progress
 from pkg.schema import ImplNode
@@ -212,7 +211,7 @@ def link_store(
     Progress: stage "link", 0 of 2 with the tables read, 1 with the edges in hand, 2 with them written."""
     with collector_paused:
         tables = code_tables(store)
-        aside = len(tables[2]) >= LINK_ASIDE_FROM and len(os.sched_getaffinity(0)) > 1
+        aside = len(tables[2]) >= LINK_ASIDE_FROM and cores() > 1
         linking = started(partial(link_edges, *tables), fork=aside)
         del tables  # a forked child holds them; else the pending call does
         progress("link", 0, 2)

@@ -212,7 +212,7 @@ def test_on_one_core_the_linking_pass_runs_here_after_the_work_beside_it(
         order: list[tuple[str, int]] = []
         real_link = indexing.link_edges
         monkeypatch.setattr(indexing, "LINK_ASIDE_FROM", 1)
-        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+        monkeypatch.setattr(indexing, "cores", lambda: 1)
         monkeypatch.setattr(indexing, "link_edges", lambda *t: order.append(("link", os.getpid())) or real_link(*t))
         assert indexing.link_store(store, lambda: order.append(("beside", os.getpid()))) > 50
         assert order == [("beside", os.getpid()), ("link", os.getpid())]

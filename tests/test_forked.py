@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pkg.forked import CAN_FORK, Deferred, Forked, started
+from pkg import forked
+from pkg.forked import CAN_FORK, Deferred, Forked, cores, started
 
 pytestmark = pytest.mark.skipif(not CAN_FORK, reason="forks on Linux only")
 
@@ -49,6 +50,18 @@ def test_a_child_that_dies_without_an_answer_is_a_child_process_error() -> None:
         Forked(lambda: os.kill(os.getpid(), signal.SIGKILL)).result()
 
 
+def test_a_child_killed_while_writing_its_answer_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Half an answer in the pipe is no answer: the child leaves with 0 only once all is written."""
+
+    def writes_half_then_dies(writable: int, payload: bytes) -> None:
+        os.write(writable, payload[: len(payload) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(forked, "_write", writes_half_then_dies)
+    with pytest.raises(ChildProcessError, match="killed by SIGKILL"):
+        Forked(lambda: list(range(1000))).result()
+
+
 def test_cancel_kills_the_child(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
 
@@ -80,3 +93,7 @@ def test_started_forks_only_when_asked() -> None:
     assert isinstance(started(os.getpid, fork=False), Deferred)
     forked = started(os.getpid)
     assert isinstance(forked, Forked) and forked.result() != os.getpid()
+
+
+def test_cores_counts_the_cpus_this_process_may_use() -> None:
+    assert 1 <= cores() <= (os.cpu_count() or 1)
