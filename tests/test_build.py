@@ -184,6 +184,7 @@ def test_a_large_corpus_is_linked_in_a_forked_child_while_the_bm25_indexes_are_b
         return real_indexes(*args)
 
     monkeypatch.setattr(indexing, "LINK_ASIDE_FROM", 1)
+    monkeypatch.setattr(indexing, "cores", lambda: 2)  # whatever the machine has
     monkeypatch.setattr(indexing, "link_edges", link_and_say_where)
     monkeypatch.setattr(lexical, "refresh_indexes", indexes_once_the_linker_runs)
     stages: list[tuple[str, int]] = []
@@ -226,6 +227,7 @@ def test_when_the_work_beside_the_forked_linker_fails_its_error_surfaces_and_no_
         build(STDLIB_SLICE, store, embedder)
         before = snapshot(store).edges
         monkeypatch.setattr(indexing, "LINK_ASIDE_FROM", 1)
+        monkeypatch.setattr(indexing, "cores", lambda: 2)
         monkeypatch.setattr(indexing, "link_edges", lambda *tables: [])
 
         def fails() -> None:
