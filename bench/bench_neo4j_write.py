@@ -266,9 +266,8 @@ def load_corpus(functions: int, random_vectors: bool) -> tuple[list[Node], list[
     """The corpus nodes with their vectors, its edges, the embedder and a description."""
     files, _ = stdlib_corpus(functions)
     corpus = parse_corpus(files)
-    nodes = corpus.nodes
     edges = [e for unit in corpus.units for e in unit.edges]
-    texts = embedded_texts(nodes)
+    texts = embedded_texts(corpus.units)
     if random_vectors:
         matrix = np.random.default_rng(0).standard_normal((len(texts), 384)).astype(np.float32)
         vectors = dict(zip(texts, matrix / np.linalg.norm(matrix, axis=1, keepdims=True), strict=True))
@@ -277,7 +276,7 @@ def load_corpus(functions: int, random_vectors: bool) -> tuple[list[Node], list[
         embedder = make_embedder("minilm", default_cache_dir())
         vectors = embed_texts(texts, embedder, lambda *_: None)
         info = EmbedderInfo(embedder.name, embedder.dim)
-    nodes = with_vectors(nodes, vectors)
+    nodes = with_vectors(corpus.units, vectors)
     labels = {label.value: sum(n.label is label for n in nodes) for label in Label}
     described = {
         "files": len(files),

@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.corpora import SITE_PACKAGES, _is_site_test, function_sources  # noqa: E402
 from bench.harness import bench_parser, machine, utc_now, write_result  # noqa: E402
-from ingest.graph_builder import UnitGraph  # noqa: E402
+from ingest.graph_builder import UnitGraph, qualified_names  # noqa: E402
 from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
 from pkg.code.signatures import signature  # noqa: E402
 from pkg.config import MAX_FILE_BYTES  # noqa: E402
@@ -383,7 +383,8 @@ def fitted_fast_spec(
     its spec, and what it cost."""
     started = time.perf_counter()
     parsed = parse_corpus([corpus_dir], parts=("functions",))
-    functions = [(n.props["source"], search_text(n)) for n in parsed.nodes if n.label is Label.IMPL]
+    names = qualified_names(parsed.units)
+    functions = [(n.props["source"], search_text(n, names)) for n in parsed.nodes if n.label is Label.IMPL]
     texts = fit_texts(functions, pairs, held_out_globs(corpus_dir, packages))
     spec, fitted_now = fast_profile_fitted(texts, fit_teacher(teacher, cache, max_tokens), cache / "models")
     cost = {

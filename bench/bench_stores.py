@@ -135,7 +135,7 @@ def main() -> None:
     parse_s = time.perf_counter() - started
     embedder = make_embedder("minilm", default_cache_dir())
     started = time.perf_counter()
-    texts = embedded_texts(corpus.nodes) + pruning_variants(corpus.units)
+    texts = embedded_texts(corpus.units) + pruning_variants(corpus.units)
     vectors = embed_texts(texts, embedder, lambda *_: None)
     embed_s = time.perf_counter() - started
     nodes = with_vectors(corpus.nodes, vectors)

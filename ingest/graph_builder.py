@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ingest.chunking import chunk_source
@@ -89,6 +90,15 @@ def unit_graph(unit: SourceUnit, functions: tuple[Function, ...]) -> UnitGraph:
         for block_id in _block_nodes(impl_id, unit.source, fn.blocks, (), graph):
             graph.add(HasBlock(impl_id, block_id))
     return graph
+
+
+def qualified_names(units: Iterable[UnitGraph]) -> dict[str, str]:
+    """The qualified name of each IMPL node's function, by IMPL id."""
+    names: dict[str, str] = {}
+    for unit in units:
+        of_name = {n.id: str(n.props["name"]) for n in unit.nodes if n.label is Label.NAME}
+        names.update((e.dst, of_name[e.src]) for e in unit.edges if e.type is HasImpl.TYPE)
+    return names
 
 
 def branch_spans(unit: UnitGraph) -> dict[str, list[Span]]:

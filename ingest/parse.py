@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.extract import extract
-from ingest.graph_builder import UnitGraph, branch_spans, chunk_graph, row_node, unit_graph
+from ingest.graph_builder import UnitGraph, branch_spans, chunk_graph, qualified_names, row_node, unit_graph
 from ingest.json_graph import json_graph
 from ingest.sources import Skipped, Structurer, discover, read_items
 from ingest.structure import file_structure
@@ -29,11 +29,12 @@ from pkg.schema import BlockNode, ImplNode, NameNode, record_of
 #: The labels of code structure, which a file has even without functions.
 STRUCTURE_LABELS = (Label.FILE, Label.CLASS, Label.MODULE)
 #: Bump when extraction changes what a file yields, so that every file is rebuilt.
-GRAPH_VERSION = 7  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
+GRAPH_VERSION = 8  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
 # 4: FILE, CLASS and MODULE nodes, CONTAINS, and the references linking turns into CALLS, IMPORTS, INHERITS;
 # 5: each FILE keeps the stubs of its classes and constants (refs["stubs"]) for definitions context;
 # 6: type facts in refs for the resolver, and @overload stubs folded into their implementation;
-# 7: each Python FILE keeps the names its code uses (its `uses`), so definitions context parses none
+# 7: each Python FILE keeps the names its code uses (its `uses`), so definitions context parses none;
+# 8: a method is embedded with its class's name in words after its own (pkg.code.search_text)
 
 
 @dataclass(frozen=True)
@@ -210,11 +211,12 @@ def pruning_variants(units: list[UnitGraph]) -> list[str]:
     variants: list[str] = []
     for unit in units:
         spans = branch_spans(unit)
+        names = qualified_names([unit])
         code = [record_of(n) for n in unit.nodes if n.label in (Label.IMPL, Label.BLOCK)]
         langs = {node.id: node.lang for node in code if isinstance(node, ImplNode)}
         for node in code:
             if isinstance(node, ImplNode | BlockNode) and node.id in spans:
-                lang = langs[node.impl_id]
+                lang, name = langs[node.impl_id], names.get(node.id, "")
                 found = branch_variants(node.text, node.start_line, spans[node.id], lang)
-                variants.extend(embedded_text(node.LABEL, text, lang) for text, _ in found)
+                variants.extend(embedded_text(node.LABEL, text, lang, name) for text, _ in found)
     return variants

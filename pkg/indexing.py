@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from ingest.graph_builder import UnitGraph, qualified_names
 from ingest.link import link_edges
 from ingest.parse import BuildReport, ParsedCorpus, SourceGraph, pruning_variants
 from pkg.code.search_text import embedded_text
@@ -78,19 +79,27 @@ def fast_profile_fitted(
     return f"{FAST_PROFILE}:{key}", now
 
 
-def search_text(node: Node) -> str:
-    """What a node is embedded by (embedded_text: a function's search text, docstring first, else its text)."""
-    return embedded_text(node.label, node.embed_text, node.props.get("lang", ""))
+def search_text(node: Node, names: Mapping[str, str]) -> str:
+    """What a node is embedded by (embedded_text: a function's search text, docstring first, else its
+    text); `names` holds the qualified names of functions by IMPL id (qualified_names)."""
+    return embedded_text(node.label, node.embed_text, node.props.get("lang", ""), names.get(node.id, ""))
 
 
-def embedded_texts(nodes: Iterable[Node]) -> list[str]:
-    """The search texts of the nodes that carry a vector (EMBEDDED_LABELS), in order."""
-    return [search_text(n) for n in nodes if n.label in EMBEDDED_LABELS]
+def embedded_texts(units: Sequence[UnitGraph]) -> list[str]:
+    """The search texts of the units' nodes that carry a vector (EMBEDDED_LABELS), in order."""
+    names = qualified_names(units)
+    return [search_text(n, names) for unit in units for n in unit.nodes if n.label in EMBEDDED_LABELS]
 
 
-def with_vectors(nodes: Iterable[Node], vectors: Mapping[str, np.ndarray]) -> list[Node]:
-    """The nodes, each of EMBEDDED_LABELS given the vector of its search text (as embed_texts returns them)."""
-    return [replace(n, vector=vectors[search_text(n)]) if n.label in EMBEDDED_LABELS else n for n in nodes]
+def with_vectors(units: Sequence[UnitGraph], vectors: Mapping[str, np.ndarray]) -> list[Node]:
+    """The units' nodes, each of EMBEDDED_LABELS given the vector of its search text (as embed_texts
+    returns them)."""
+    names = qualified_names(units)
+    return [
+        replace(n, vector=vectors[search_text(n, names)]) if n.label in EMBEDDED_LABELS else n
+        for unit in units
+        for n in unit.nodes
+    ]
 
 
 def _write_batches(sources: list[SourceGraph]) -> Iterator[list[SourceGraph]]:
@@ -139,7 +148,7 @@ def index_corpus(
     total = len(corpus.nodes)
 
     def write(batch: list[SourceGraph]) -> tuple[int, int]:
-        nodes = with_vectors((n for s in batch for n in s.graph.nodes), vectors)
+        nodes = with_vectors([s.graph for s in batch], vectors)
         edges = [e for s in batch for e in s.graph.edges]
         store.replace_sources([s.record for s in batch], nodes, edges)
         return len(nodes), len(edges)
@@ -163,7 +172,7 @@ def _embed_corpus(
     """The vectors of the corpus's node texts, and how many distinct texts were embedded. Pruning
     variants, when prepared, are embedded into the cache only: neither they nor their vectors outlive
     this call (at 100k functions 178,195 variants, whose vectors alone take 0.27 GB)."""
-    texts = embedded_texts(corpus.nodes)
+    texts = embedded_texts(corpus.units)
     if not prepare_pruning:
         vectors = embed_texts(texts, embedder, progress)
         return vectors, len(vectors)
@@ -198,7 +207,9 @@ def search_texts(store: GraphStore, label: Label) -> list[tuple[str, str]]:
     """(id, search text) of every node of a label, by id."""
     if label is not Label.IMPL:
         return store.texts(label)
-    return [(r.id, embedded_text(label, r.text, r.lang)) for r in store.label_records(label) if isinstance(r, ImplNode)]
+    records = [r for r in store.label_records(label) if isinstance(r, ImplNode)]
+    names = store.function_names([r.id for r in records])
+    return [(r.id, embedded_text(label, r.text, r.lang, names.get(r.id, ""))) for r in records]
 
 
 def link_store(

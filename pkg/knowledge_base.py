@@ -276,7 +276,8 @@ class KnowledgeBase:
         from pkg.code.search_text import embedded_text  # noqa: PLC0415  # a cold query needs neither
         from pkg.indexing import fast_profile_fitted  # noqa: PLC0415
 
-        functions = [(r.source, embedded_text(Label.IMPL, r.text, r.lang)) for r in records]
+        names = self.store.function_names([r.id for r in records])
+        functions = [(r.source, embedded_text(Label.IMPL, r.text, r.lang, names.get(r.id, ""))) for r in records]
         texts = fit_texts(functions, pairs, exclude, settings.seed)
         model = fit_teacher(teacher, self.cache_dir, settings.max_tokens)
         spec, _ = fast_profile_fitted(texts, model, self.cache_dir / "models", progress)

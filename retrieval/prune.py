@@ -34,7 +34,8 @@ def prune(context: NodeContext, query: np.ndarray, embedder: Embedder) -> Pruned
     candidates: list[tuple[str, Span | None]] = [(context.text, None)]
     candidates += branch_variants(context.text, context.start_line, context.children, context.function.lang)
     # embedded as the index embeds the node, so that the unpruned text's vector is the cached one
-    texts = [embedded_text(context.label, text, context.function.lang) for text, _ in candidates]
+    function = context.function
+    texts = [embedded_text(context.label, text, function.lang, function.name) for text, _ in candidates]
     scores = embedder.embed_documents(texts) @ np.asarray(query, dtype=np.float32)
     best = int(np.argmax(scores))  # ties keep the earliest, i.e. the unpruned text
     text, removed = candidates[best]

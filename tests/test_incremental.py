@@ -65,7 +65,7 @@ def assert_same_graph(actual: GraphSnapshot, expected: GraphSnapshot) -> None:
 
 def _texts(corpus: ParsedCorpus) -> set[str]:
     """Every text a build of the corpus embeds."""
-    return set(embedded_texts(corpus.nodes)) | set(pruning_variants(corpus.units))
+    return set(embedded_texts(corpus.units)) | set(pruning_variants(corpus.units))
 
 
 def _corpus(root: Path) -> Path:

@@ -9,12 +9,14 @@ import inspect
 import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from pkg.code.search_text import function_search_text, name_words
+from pkg.code.search_text import embedded_text, function_search_text, name_words, owner_words
 from pkg.embedders import CachedEmbedder
+from pkg.graph import Label
 from pkg.knowledge_base import KnowledgeBase
 from tests.conftest import STDLIB
 
@@ -51,6 +53,17 @@ def test_a_function_is_embedded_by_its_name_in_words_and_docstring_before_its_co
     assert lines[1] == shlex.split.__doc__.strip()
     assert lines[2].startswith("def split(")
     assert '"""' not in text and "lex = shlex(s, posix=posix)" in text
+
+
+def test_a_method_is_embedded_with_its_class_in_words_after_its_name() -> None:
+    assert owner_words("ExceptionInfo.type") == "exception info"
+    assert owner_words("Outer.HTTPInner.get") == "outer http inner"
+    assert owner_words("split") == owner_words("outer.<locals>.inner") == owner_words("A.<locals>.f") == ""
+    method = textwrap.dedent(inspect.getsource(shlex.shlex.get_token))
+    lines = embedded_text(Label.IMPL, method, "python", "shlex.get_token").split("\n")
+    assert lines[:2] == ["get token shlex", shlex.shlex.get_token.__doc__.strip()]
+    assert embedded_text(Label.IMPL, method, "python", "get_token").startswith("get token\n")
+    assert embedded_text(Label.BLOCK, method, "python", "shlex.get_token") == method
 
 
 def test_code_without_a_docstring_or_in_another_language_keeps_its_text() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ingest.graph_builder import qualified_names
 from ingest.parse import BuildReport, parse_corpus
 from pkg.embedders import CachedEmbedder, unit_rows
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder
@@ -63,8 +64,8 @@ def corpus(
     }
     try:
         reports = {kind: build(STDLIB_SLICE, store, module_embedder) for kind, store in stores.items()}
-        nodes = parse_corpus(STDLIB_SLICE).nodes
-        nodes = with_vectors(nodes, embed_texts(embedded_texts(nodes), module_embedder, lambda *_: None))
+        units = parse_corpus(STDLIB_SLICE).units
+        nodes = with_vectors(units, embed_texts(embedded_texts(units), module_embedder, lambda *_: None))
         yield Corpus(stores, reports, nodes, embedded_dir, neo4j_uri)
     finally:
         for store in stores.values():
@@ -123,7 +124,8 @@ def test_rebuild_is_idempotent(corpus: Corpus, module_embedder: CachedEmbedder, 
 def test_the_fixture_gives_each_node_its_own_texts_vector(corpus: Corpus, minilm: SentenceTransformerEmbedder) -> None:
     """The expected nodes pair text and vector as an uncached model does, checked on a sample."""
     sample = [n for n in corpus.nodes if n.label in EMBEDDED_LABELS][::13]
-    fresh = minilm.embed_documents([search_text(n) for n in sample])
+    names = qualified_names(parse_corpus(STDLIB_SLICE).units)
+    fresh = minilm.embed_documents([search_text(n, names) for n in sample])
     assert len(sample) > 20
     for node, vector in zip(sample, fresh, strict=True):
         np.testing.assert_allclose(node.vector, vector, atol=1e-4)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pkg.code.search_text import function_search_text
+from pkg.code.search_text import embedded_text
 from pkg.embedders import Embedder
 from pkg.embedders.onnx_encoder import export_path
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder, packaged_minilm_path
@@ -256,7 +256,9 @@ def test_tuning_again_reuses_the_model_and_a_later_build_embeds_with_it(
     with KnowledgeBase(db, cache_dir=Path(env["PKG_CACHE_DIR"])) as kb:
         later = [r for r in kb.store.label_records(Label.IMPL) if isinstance(r, ImplNode) and r.source == str(LATER)]
         assert len(later) > 10
-        for record, vector in zip(later, model.embed_documents([function_search_text(r.text, r.lang) for r in later])):
+        names = kb.store.function_names([r.id for r in later])
+        texts = [embedded_text(Label.IMPL, r.text, r.lang, names[r.id]) for r in later]
+        for record, vector in zip(later, model.embed_documents(texts)):
             hit = kb.store.search(Label.IMPL, vector, 1)[0]
             assert hit.id == record.id and hit.score == pytest.approx(1.0, abs=1e-4)
 

@@ -24,21 +24,30 @@ def name_words(name: str) -> str:
     return " ".join(part.lower() for part in _NAME_PART.findall(name))
 
 
-def embedded_text(label: Label, text: str, lang: str) -> str:
+def embedded_text(label: Label, text: str, lang: str, qualified_name: str = "") -> str:
     """What a node of a label is embedded by, at build and when pruning: a function (IMPL) by its search
-    text, any other node by its text."""
-    return function_search_text(text, lang) if label is Label.IMPL else text
+    text (its qualified name gives its class), any other node by its text."""
+    return function_search_text(text, lang, owner_words(qualified_name)) if label is Label.IMPL else text
 
 
-def function_search_text(code: str, lang: str) -> str:
-    """The text a function is embedded by: for a Python function, its name in words, its docstring
-    (dedented) and its code without the docstring, one per line; any other code as it is."""
+def owner_words(qualified_name: str) -> str:
+    """The words of the classes a method is defined in (`ExceptionInfo.type` -> `exception info`); none
+    for a module's function or one nested in a function."""
+    owner, _, _ = qualified_name.rpartition(".")
+    return "" if not owner or "<locals>" in owner else name_words(owner.replace(".", "_"))
+
+
+def function_search_text(code: str, lang: str, owner: str = "") -> str:
+    """The text a function is embedded by: for a Python function, its name in words (then its class's,
+    `owner`), its docstring (dedented) and its code without the docstring, one per line; any other code
+    as it is."""
     function = sole_function(code) if lang == PYTHON else None
     if function is None:
         return code
     docstring = ast.get_docstring(function, clean=True)
     rest = without_docstring(code, function) or code
-    return "\n".join(part for part in (name_words(function.name), docstring, rest) if part)
+    head = " ".join(part for part in (name_words(function.name), owner) if part)
+    return "\n".join(part for part in (head, docstring, rest) if part)
 
 
 def sole_function(code: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
