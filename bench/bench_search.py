@@ -24,19 +24,21 @@ name split into words as a comment first in its body; with --with-blocks, block 
 top of each block's text. --tune adds `pkg tune`'s model as an embedder, tuned on the pairs
 of the corpus's training packages (the held-out ones excluded), with its cost (pairs, minutes) beside its
 scores; with the fast profile (`static`) among the embedders, also the table `pkg tune` fits for a
-database of the fast profile (`static:KEY`, fitted to the tuned model's vectors of the training packages'
-functions and the pairs' summaries), with its cost.
+database of the fast profile (`static:KEY`, fitted to the vectors of the training packages' functions and
+the pairs' summaries by a teacher tuned as `pkg tune` tunes one there: 64 tokens, 4 frozen layers, unless
+--tune-max-tokens or --tune-frozen-layers is given), with its cost.
 
     python bench/bench_search.py [--functions 5000] [--embedders minilm,static] [--queries 500] [--split dev]
         [--with-blocks
         [--min-block-lines N] [--block-header]] [--name-words] [--tune [--tune-pairs 20000] [--tune-epochs 1]
-        [--tune-max-tokens 128] [--tune-learning-rate 1e-4] [--tune-no-hard-negatives]
+        [--tune-max-tokens N] [--tune-learning-rate 1e-4] [--tune-no-hard-negatives]
         [--tune-frozen-layers N]]
         [--work DIR]
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import hashlib
 import shutil
@@ -57,7 +59,15 @@ from ingest.parse import ParsedCorpus, SourceGraph, parse_corpus  # noqa: E402
 from pkg.code.signatures import signature  # noqa: E402
 from pkg.config import MAX_FILE_BYTES  # noqa: E402
 from pkg.embedders import FAST_PROFILE, fit_teacher  # noqa: E402
-from pkg.embedders.tuning import Pair, TuneSettings, fit_texts, mine_pairs, summary_of, tune  # noqa: E402
+from pkg.embedders.tuning import (  # noqa: E402
+    FAST_PROFILE_TUNING,
+    Pair,
+    TuneSettings,
+    fit_texts,
+    mine_pairs,
+    summary_of,
+    tune,
+)
 from pkg.evaluation.repo import bootstrap_interval  # noqa: E402
 from pkg.graph import Label, Node  # noqa: E402
 from pkg.indexing import fast_profile_fitted, index_corpus, search_text  # noqa: E402
@@ -424,6 +434,19 @@ def tuned_spec(
     return f"tuned:{key}", cost, pairs
 
 
+def tune_settings(args: argparse.Namespace, profile: TuneSettings) -> TuneSettings:
+    """`pkg tune`'s settings for a profile's database, the --tune-* options given over them."""
+    return replace(
+        profile,
+        max_pairs=args.tune_pairs,
+        epochs=args.tune_epochs,
+        learning_rate=args.tune_learning_rate,
+        hard_negatives=not args.tune_no_hard_negatives,
+        max_tokens=profile.max_tokens if args.tune_max_tokens is None else args.tune_max_tokens,
+        frozen_layers=profile.frozen_layers if args.tune_frozen_layers is None else args.tune_frozen_layers,
+    )
+
+
 def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--functions", type=int, default=5000, help="corpus size in functions")
@@ -445,11 +468,19 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="add `pkg tune`'s model, tuned on the training packages")
     parser.add_argument("--tune-pairs", type=int, default=TuneSettings.max_pairs, help="pkg tune --max-pairs")
     parser.add_argument("--tune-epochs", type=int, default=TuneSettings.epochs, help="pkg tune --epochs")
-    parser.add_argument("--tune-max-tokens", type=int, default=TuneSettings.max_tokens, help="tokens read in training")
+    parser.add_argument(
+        "--tune-max-tokens",
+        type=int,
+        help=f"tokens read in training (default: pkg tune's, {TuneSettings.max_tokens}; for the fast profile's teacher "
+        f"{FAST_PROFILE_TUNING.max_tokens})",
+    )
     parser.add_argument("--tune-learning-rate", type=float, default=TuneSettings.learning_rate, help="of AdamW")
     parser.add_argument("--tune-no-hard-negatives", action="store_true", help="lever: pairs without hard negatives")
     parser.add_argument(
-        "--tune-frozen-layers", type=int, default=TuneSettings.frozen_layers, help="pkg tune --frozen-layers"
+        "--tune-frozen-layers",
+        type=int,
+        help=f"pkg tune --frozen-layers (default: {TuneSettings.frozen_layers}; for the fast profile's teacher "
+        f"{FAST_PROFILE_TUNING.frozen_layers})",
     )
     args = parser.parse_args()
     variant = f"{args.functions}{'-name-words' if args.name_words else ''}"
@@ -468,20 +499,20 @@ def main() -> None:
     tuning: dict = {}
     fitting: dict = {}
     if args.tune:
-        settings = TuneSettings(
-            max_pairs=args.tune_pairs,
-            epochs=args.tune_epochs,
-            learning_rate=args.tune_learning_rate,
-            max_tokens=args.tune_max_tokens,
-            hard_negatives=not args.tune_no_hard_negatives,
-            frozen_layers=args.tune_frozen_layers,
-        )
+        settings = tune_settings(args, TuneSettings())
         spec, tuning, pairs = tuned_spec(corpus_dir, packages, settings, args.work / "cache")
         specs.append(spec)
-        if FAST_PROFILE in specs:  # `pkg tune` on the fast profile's database fits its table instead
-            fast, fitting = fitted_fast_spec(
-                corpus_dir, packages, pairs, spec, settings.max_tokens, args.work / "cache"
+        if FAST_PROFILE in specs:  # `pkg tune` on the fast profile's database trains its own teacher, fits a table
+            teacher_settings = tune_settings(args, FAST_PROFILE_TUNING)
+            teacher, teacher_tuning, teacher_pairs = (
+                (spec, tuning, pairs)
+                if teacher_settings == settings
+                else tuned_spec(corpus_dir, packages, teacher_settings, args.work / "cache")
             )
+            fast, fitting = fitted_fast_spec(
+                corpus_dir, packages, teacher_pairs, teacher, teacher_settings.max_tokens, args.work / "cache"
+            )
+            fitting |= {"teacher_tuning": teacher_tuning}
             specs.append(fast)
     for spec in specs:
         db = args.work / f"db-{variant}-{spec.replace(':', '_').replace('/', '_')}"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Unpack
 from pkg.collector import collecting_rarely
 from pkg.config import BUILD_LOCK, DB_MARKER, DEFAULT_CHUNK_SIZE, MAX_FILE_BYTES, PARTS, default_cache_dir
 from pkg.embedders import DEFAULT_SPEC, FAST_PROFILE, Embedder, fit_teacher, make_embedder
-from pkg.embedders.tuning import Pair, TuneSettings, fit_texts, mine_pairs, tune
+from pkg.embedders.tuning import FAST_PROFILE_TUNING, Pair, TuneSettings, fit_texts, mine_pairs, tune
 from pkg.errors import ConfigError, StoreError, StoreNotFoundError
 from pkg.graph import EmbedderInfo, Label
 from pkg.progress import Progress, no_progress
@@ -248,7 +248,7 @@ class KnowledgeBase:
             raise StoreError("the database is empty; run `pkg build` first")
         records = [r for r in self.store.label_records(Label.IMPL) if isinstance(r, ImplNode)]
         functions = [r for r in records if r.lang == "python"]
-        settings = settings or TuneSettings()
+        settings = settings or self.tune_settings()
         pairs = mine_pairs(((f.source, f.text) for f in functions), exclude, settings.max_pairs, settings.seed)
         key, trained = tune(pairs, settings, self.cache_dir / "models", show_progress)
         spec, fitted = f"tuned:{key}", 0
@@ -258,6 +258,13 @@ class KnowledgeBase:
         reembedded = 0 if stored.name == spec else reembed(self.store, self._embedder, progress)
         elapsed = time.perf_counter() - started
         return Tuned(spec, len(functions), len(pairs), trained, reembedded, elapsed, fitted)
+
+    def tune_settings(self) -> TuneSettings:
+        """What `tune` trains with unless told otherwise: TuneSettings(), or FAST_PROFILE_TUNING on a database
+        of the fast profile, whose tuned model only teaches its static table."""
+        stored = self.store.embedder_info()
+        fast = stored is not None and stored.name.partition(":")[0] == FAST_PROFILE
+        return FAST_PROFILE_TUNING if fast else TuneSettings()
 
     def _fit_fast_profile(
         self,

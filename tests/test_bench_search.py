@@ -4,6 +4,8 @@ gives them, packages taken in turn, queries from held-out packages only."""
 from __future__ import annotations
 
 import ast
+from argparse import Namespace
+from dataclasses import replace
 from pathlib import Path
 
 from bench.bench_search import (
@@ -17,10 +19,12 @@ from bench.bench_search import (
     paired,
     paired_with,
     strip_docstrings,
+    tune_settings,
     with_name_words,
 )
 from ingest.extract import extract
 from ingest.parse import parse_corpus
+from pkg.embedders.tuning import FAST_PROFILE_TUNING, TuneSettings
 from pkg.graph import Label
 from tests.conftest import STDLIB
 
@@ -158,3 +162,13 @@ def test_runs_are_paired_query_by_query_with_counts_of_the_queries_helped_and_hu
     runs = {"minilm": {"modes": {"func": {"ranks": baseline}}}, "tuned:k": {"modes": {"func": {"ranks": lever}}}}
     assert paired_with(runs, ("minilm", "func")) == {"tuned:k/func": measured}
     assert paired_with(runs, ("static", "func")) == {}
+
+
+def test_the_fast_profiles_teacher_is_tuned_as_pkg_tune_tunes_it_unless_told_otherwise() -> None:
+    given = {"tune_pairs": 100, "tune_epochs": 2, "tune_learning_rate": 1e-4, "tune_no_hard_negatives": False}
+    args = Namespace(**given, tune_max_tokens=None, tune_frozen_layers=None)
+    assert tune_settings(args, TuneSettings()) == TuneSettings(max_pairs=100, epochs=2)
+    assert tune_settings(args, FAST_PROFILE_TUNING) == replace(FAST_PROFILE_TUNING, max_pairs=100, epochs=2)
+    told = Namespace(**given, tune_max_tokens=96, tune_frozen_layers=None)
+    assert tune_settings(told, FAST_PROFILE_TUNING).max_tokens == 96 == tune_settings(told, TuneSettings()).max_tokens
+    assert tune_settings(told, FAST_PROFILE_TUNING).frozen_layers == FAST_PROFILE_TUNING.frozen_layers

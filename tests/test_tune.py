@@ -5,7 +5,9 @@ build all use the tuned model, which ranks its training pairs better than the ba
 from __future__ import annotations
 
 import json
+import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,7 @@ from pkg.embedders.onnx_encoder import export_path
 from pkg.embedders.sentence_transformer import SentenceTransformerEmbedder, packaged_minilm_path
 from pkg.embedders.static import StaticEmbedder, fitted_table
 from pkg.embedders.tuning import (
+    FAST_PROFILE_TUNING,
     Pair,
     TuneSettings,
     distinct_batches,
@@ -224,6 +227,7 @@ def test_the_database_queries_and_reopening_use_the_tuned_model(
     assert exported is not None and exported.exists()  # by `pkg tune`: no query waits for the export
     with KnowledgeBase(db, cache_dir=cache) as kb:
         assert kb.embedder.name == spec
+        assert kb.tune_settings() == TuneSettings()  # a tuned MiniLM is no fast profile
         model = _model(spec, env)
         # every IMPL holds the tuned model's vector of its search text
         rows = search_texts(kb.store, Label.IMPL)[::25]
@@ -317,6 +321,15 @@ def test_tuning_a_fast_profile_fits_its_table_to_the_tuned_model(
     assert texts > len(pairs)  # the functions' texts, then the summaries not among them
     stats = run_cli("stats", "--db", str(db), "--format", "json", env_extra=env)
     assert json.loads(stats.stdout)["embedder"] == spec
+    # its teacher trained with the fast profile's max_tokens and frozen_layers (the model's key hashes the
+    # settings), the CLI's other options over them
+    with KnowledgeBase(db, cache_dir=cache) as kb:
+        assert kb.tune_settings() == FAST_PROFILE_TUNING != TuneSettings()
+        records = [r for r in kb.store.label_records(Label.IMPL) if isinstance(r, ImplNode) and r.lang == "python"]
+    settings = replace(FAST_PROFILE_TUNING, batch_size=8, epochs=2, learning_rate=5e-5)
+    mined = mine_pairs(((r.source, r.text) for r in records), (), settings.max_pairs, settings.seed)
+    key = model_key(mined, settings, os.path.basename(packaged_minilm_path()))
+    assert (tuned_folder(cache / "models", key) / "modules.json").exists()
     distilled, fitted = StaticEmbedder(cache / "models"), StaticEmbedder(cache / "models", spec.split(":")[1])
     before, after = _mrr(distilled, pairs), _mrr(fitted, pairs)
     assert after > before + 0.05, (before, after)
