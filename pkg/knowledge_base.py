@@ -237,9 +237,10 @@ class KnowledgeBase:
         progress: Progress = no_progress,
     ) -> Tuned:
         """Fine-tune the packaged MiniLM on the (docstring summary, code) pairs of the PKG's Python
-        functions (files matching a glob of `exclude` left out; pkg.embedders.tuning), re-embed every
-        node with it and record it as the database's embedder, so that queries and later builds use it.
-        Raises StoreNotFoundError without a database, TuningError with too few pairs."""
+        functions (files matching a glob of `exclude` left out; pkg.embedders.tuning) with `settings`, by
+        default the profile's (tune_settings), re-embed every node with it and record it as the database's
+        embedder, so that queries and later builds use it. Raises StoreNotFoundError without a database,
+        TuningError with too few pairs."""
         from pkg.indexing import reembed  # noqa: PLC0415  # a cold query needs none of the build
 
         started = time.perf_counter()
