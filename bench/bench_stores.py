@@ -138,7 +138,7 @@ def main() -> None:
     texts = embedded_texts(corpus.units) + pruning_variants(corpus.units)
     vectors = embed_texts(texts, embedder, lambda *_: None)
     embed_s = time.perf_counter() - started
-    nodes = with_vectors(corpus.nodes, vectors)
+    nodes = with_vectors(corpus.units, vectors)
     edges = [e for unit in corpus.units for e in unit.edges]
     info = EmbedderInfo(embedder.name, embedder.dim)
 
