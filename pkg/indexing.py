@@ -208,8 +208,14 @@ def search_texts(store: GraphStore, label: Label) -> list[tuple[str, str]]:
     if label is not Label.IMPL:
         return store.texts(label)
     records = [r for r in store.label_records(label) if isinstance(r, ImplNode)]
+    return list(zip((r.id for r in records), function_search_texts(store, records), strict=True))
+
+
+def function_search_texts(store: GraphStore, records: Sequence[ImplNode]) -> list[str]:
+    """The search texts of stored functions, in order, each with its class's words (its qualified name
+    from the store)."""
     names = store.function_names([r.id for r in records])
-    return [(r.id, embedded_text(label, r.text, r.lang, names.get(r.id, ""))) for r in records]
+    return [embedded_text(Label.IMPL, r.text, r.lang, names.get(r.id, "")) for r in records]
 
 
 def link_store(

@@ -281,11 +281,9 @@ class KnowledgeBase:
         The tuned model reads each text as far as it was trained to (settings.max_tokens): embedding the texts
         is most of the fit's time, 4.75 min of 6.1 for 20k texts at 128 tokens against 8.1 of 9.7 at the
         model's 256, at the same recall (bench_tune.py --fast-profile, bench_search.py; README)."""
-        from pkg.code.search_text import embedded_text  # noqa: PLC0415  # a cold query needs neither
-        from pkg.indexing import fast_profile_fitted  # noqa: PLC0415
+        from pkg.indexing import fast_profile_fitted, function_search_texts  # noqa: PLC0415  # a cold query needs neither
 
-        names = self.store.function_names([r.id for r in records])
-        functions = [(r.source, embedded_text(Label.IMPL, r.text, r.lang, names.get(r.id, ""))) for r in records]
+        functions = list(zip((r.source for r in records), function_search_texts(self.store, records), strict=True))
         texts = fit_texts(functions, pairs, exclude, settings.seed)
         model = fit_teacher(teacher, self.cache_dir, settings.max_tokens)
         spec, _ = fast_profile_fitted(texts, model, self.cache_dir / "models", progress)
