@@ -97,6 +97,11 @@ def function_json(function: NameNode) -> dict[str, Any]:
     }
 
 
+def _fast_profile(embedder: EmbedderInfo | None) -> bool:
+    """Whether a database's recorded embedder is the fast profile's: `static`, or `static:KEY` once tuned."""
+    return embedder is not None and embedder.name.partition(":")[0] == FAST_PROFILE
+
+
 def _by_line(call: Call) -> tuple[int, str, str]:
     return call.line, call.function.name, call.function.source
 
@@ -253,7 +258,7 @@ class KnowledgeBase:
         pairs = mine_pairs(((f.source, f.text) for f in functions), exclude, settings.max_pairs, settings.seed)
         key, trained = tune(pairs, settings, self.cache_dir / "models", show_progress)
         spec, fitted = f"tuned:{key}", 0
-        if stored.name.partition(":")[0] == FAST_PROFILE:
+        if _fast_profile(stored):
             spec, fitted = self._fit_fast_profile(spec, records, pairs, exclude, settings, progress)
         self._embedder_choice, self._embedder = spec, make_embedder(spec, self.cache_dir)
         reembedded = 0 if stored.name == spec else reembed(self.store, self._embedder, progress)
@@ -263,9 +268,7 @@ class KnowledgeBase:
     def tune_settings(self) -> TuneSettings:
         """What `tune` trains with unless told otherwise: TuneSettings(), or FAST_PROFILE_TUNING on a database
         of the fast profile, whose tuned model only teaches its static table."""
-        stored = self.store.embedder_info()
-        fast = stored is not None and stored.name.partition(":")[0] == FAST_PROFILE
-        return FAST_PROFILE_TUNING if fast else TuneSettings()
+        return FAST_PROFILE_TUNING if _fast_profile(self.store.embedder_info()) else TuneSettings()
 
     def _fit_fast_profile(
         self,
