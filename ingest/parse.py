@@ -29,12 +29,13 @@ from pkg.schema import BlockNode, ImplNode, NameNode, record_of
 #: The labels of code structure, which a file has even without functions.
 STRUCTURE_LABELS = (Label.FILE, Label.CLASS, Label.MODULE)
 #: Bump when extraction changes what a file yields, so that every file is rebuilt.
-GRAPH_VERSION = 8  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
+GRAPH_VERSION = 9  # 2: NAME nodes no longer embedded; 3: Python functions from `ast` wherever it parses the file;
 # 4: FILE, CLASS and MODULE nodes, CONTAINS, and the references linking turns into CALLS, IMPORTS, INHERITS;
 # 5: each FILE keeps the stubs of its classes and constants (refs["stubs"]) for definitions context;
 # 6: type facts in refs for the resolver, and @overload stubs folded into their implementation;
 # 7: each Python FILE keeps the names its code uses (its `uses`), so definitions context parses none;
-# 8: a method is embedded with its class's name in words after its own (pkg.code.search_text)
+# 8: a method is embedded with its class's name in words after its own (pkg.code.search_text);
+# 9: a function is embedded with its docstring's prose only (no doctests, literal blocks or directives)
 
 
 @dataclass(frozen=True)
