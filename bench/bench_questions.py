@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -363,6 +364,8 @@ def main() -> None:
     started = time.perf_counter()
     corpus_dir = args.work.resolve() / "corpus"
     questions, sizes = make_questions(corpus_dir, args.work / "sdists", args.per_package, packages)
+    if not questions:
+        raise SystemExit("no questions: no documentation of these distributions names one of their functions")
     runs: dict[str, dict] = {}
     lexical: dict = {}
     for spec in args.embedders.split(","):
@@ -375,14 +378,11 @@ def main() -> None:
             print(f"{spec}: built in {build_seconds:.0f} s", file=sys.stderr, flush=True)
             runs[spec] = {"build_seconds": round(build_seconds, 1), "modes": evaluate(kb, questions, MODES)}
             lexical = lexical or evaluate(kb, questions, LEXICAL_MODES)
-    by_package: dict[str, int] = {}
-    for question in questions:
-        by_package[question.package] = by_package.get(question.package, 0) + 1
     result = {
         "when": utc_now(),
         "machine": machine(),
         "corpus": {"functions": sum(sizes.values()), "packages": sizes, "questions": len(questions)},
-        "questions_by_package": by_package,
+        "questions_by_package": dict(Counter(q.package for q in questions)),
         "k": K,
         "embedders": runs,
         "lexical": lexical,

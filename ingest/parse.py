@@ -35,7 +35,7 @@ GRAPH_VERSION = 9  # 2: NAME nodes no longer embedded; 3: Python functions from 
 # 6: type facts in refs for the resolver, and @overload stubs folded into their implementation;
 # 7: each Python FILE keeps the names its code uses (its `uses`), so definitions context parses none;
 # 8: a method is embedded with its class's name in words after its own (pkg.code.search_text);
-# 9: a function is embedded with its docstring's prose only (no doctests, literal blocks or directives)
+# 9: a function is embedded with its docstring's prose first, its doctests, literal blocks and directives after it
 
 
 @dataclass(frozen=True)
