@@ -39,11 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_search import LEXICAL_MODES, VARIANTS, K, _qualified, paired_with, scores  # noqa: E402
-from bench.corpora import SITE_PACKAGES, _is_site_test  # noqa: E402
+from bench.bench_search import LEXICAL_MODES, VARIANTS, K, _qualified, corpus_file, evaluate, paired_with  # noqa: E402
+from bench.corpora import SITE_PACKAGES  # noqa: E402
 from bench.harness import bench_parser, machine, utc_now, write_result  # noqa: E402
 from pkg.code.search_text import split_docstring  # noqa: E402
-from pkg.config import MAX_FILE_BYTES  # noqa: E402
 from pkg.knowledge_base import KnowledgeBase  # noqa: E402
 
 #: The corpus: distributions installed in the venv, each with the top-level package its functions are in.
@@ -262,9 +261,9 @@ def copy_package(package: str, corpus_dir: Path) -> tuple[dict[str, list[Target]
     functions: dict[str, list[Target]] = {}
     docstrings: dict[Target, str] = {}
     for path in files:
-        relative = path.relative_to(SITE_PACKAGES)
-        if "__pycache__" in relative.parts or _is_site_test(relative) or path.stat().st_size > MAX_FILE_BYTES:
+        if not corpus_file(path, SITE_PACKAGES):
             continue
+        relative = path.relative_to(SITE_PACKAGES)
         try:
             source = path.read_text(encoding="utf-8")
             tree = ast.parse(source)
@@ -342,17 +341,6 @@ def rank_of(kb: KnowledgeBase, question: Question, variant: str) -> int | None:
     return None
 
 
-def evaluate(kb: KnowledgeBase, questions: list[Question], modes: tuple[str, ...]) -> dict:
-    """Scores and each question's rank (in the questions' order) per mode."""
-    out = {}
-    for mode in modes:
-        ranks = [rank_of(kb, q, mode) for q in questions]
-        out[mode] = scores(ranks)
-        print(f"  {mode}: {out[mode]}", file=sys.stderr, flush=True)
-        out[mode]["ranks"] = ranks
-    return out
-
-
 def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--embedders", default="minilm,static", help="comma-separated embedder specs")
@@ -376,8 +364,8 @@ def main() -> None:
             kb.build([corpus_dir], parts=("functions",), prepare_pruning=False)
             build_seconds = time.perf_counter() - build_started
             print(f"{spec}: built in {build_seconds:.0f} s", file=sys.stderr, flush=True)
-            runs[spec] = {"build_seconds": round(build_seconds, 1), "modes": evaluate(kb, questions, MODES)}
-            lexical = lexical or evaluate(kb, questions, LEXICAL_MODES)
+            runs[spec] = {"build_seconds": round(build_seconds, 1), "modes": evaluate(kb, questions, MODES, rank_of)}
+            lexical = lexical or evaluate(kb, questions, LEXICAL_MODES, rank_of)
     result = {
         "when": utc_now(),
         "machine": machine(),

@@ -45,9 +45,10 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -93,6 +94,8 @@ VARIANTS: dict[str, tuple[str, Options]] = {
     "bm25-func": ("bm25-func", NO_PRUNING),
 }
 MODES = ("func", "hybrid", "hybrid-rrf")
+#: What a benchmark asks: bench_search a docstring summary (Function), bench_questions a sentence.
+Query = TypeVar("Query")
 LEXICAL_MODES = ("bm25-func",)
 
 
@@ -122,16 +125,22 @@ def interleaved_files(root: Path) -> Iterator[Path]:
     order; test folders and modules and files over the build's size cap are left out."""
     by_package: dict[str, list[Path]] = {}
     for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).parts):
-        relative = path.relative_to(root)
-        if {"__pycache__", "site-packages"} & set(relative.parts) or _is_site_test(relative):
-            continue
-        if path.stat().st_size <= MAX_FILE_BYTES:
-            by_package.setdefault(package_of(relative), []).append(path)
+        if corpus_file(path, root):
+            by_package.setdefault(package_of(path.relative_to(root)), []).append(path)
     queues = [by_package[name] for name in sorted(by_package)]
     for depth in range(max(map(len, queues), default=0)):
         for queue in queues:
             if depth < len(queue):
                 yield queue[depth]
+
+
+def corpus_file(path: Path, root: Path) -> bool:
+    """Whether a Python file below root belongs in a corpus: neither a bytecode cache, nested
+    site-packages, a test folder or module, nor over the build's size cap."""
+    relative = path.relative_to(root)
+    if {"__pycache__", "site-packages"} & set(relative.parts) or _is_site_test(relative):
+        return False
+    return path.stat().st_size <= MAX_FILE_BYTES
 
 
 def _qualified(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -334,12 +343,17 @@ def scores(ranks: list[int | None]) -> dict:
     return {name: sum(map(value, ranks)) / len(ranks) for name, value in MEASURES.items()}
 
 
-def evaluate(kb: KnowledgeBase, queries: list[Function], modes: tuple[str, ...]) -> dict:
-    """Scores, query time and each query's rank (in the queries' order) per mode."""
+def evaluate(
+    kb: KnowledgeBase,
+    queries: Sequence[Query],
+    modes: tuple[str, ...],
+    rank: Callable[[KnowledgeBase, Query, str], int | None],
+) -> dict:
+    """Scores, query time and each query's rank (in the queries' order, by `rank`) per mode."""
     out = {}
     for mode in modes:
         started = time.perf_counter()
-        ranks = [rank_of(kb, q, mode) for q in queries]
+        ranks = [rank(kb, q, mode) for q in queries]
         seconds = time.perf_counter() - started
         out[mode] = {**scores(ranks), "ms_per_query": round(1000 * seconds / len(queries), 1)}
         print(f"  {mode}: {out[mode]}", file=sys.stderr, flush=True)
@@ -436,14 +450,13 @@ def tuned_spec(
 
 def tune_settings(args: argparse.Namespace, profile: TuneSettings) -> TuneSettings:
     """`pkg tune`'s settings for a profile's database, the --tune-* options given over them."""
-    return replace(
-        profile,
+    return profile.given(
         max_pairs=args.tune_pairs,
         epochs=args.tune_epochs,
         learning_rate=args.tune_learning_rate,
         hard_negatives=not args.tune_no_hard_negatives,
-        max_tokens=profile.max_tokens if args.tune_max_tokens is None else args.tune_max_tokens,
-        frozen_layers=profile.frozen_layers if args.tune_frozen_layers is None else args.tune_frozen_layers,
+        max_tokens=args.tune_max_tokens,
+        frozen_layers=args.tune_frozen_layers,
     )
 
 
@@ -526,11 +539,11 @@ def main() -> None:
             runs[spec] = {
                 "build_seconds": round(build_seconds, 1),
                 "functions_indexed": indexed,
-                "modes": evaluate(kb, queries, modes),
+                "modes": evaluate(kb, queries, modes, rank_of),
             } | ({"tuning": tuning} if spec.startswith("tuned:") else {})
             runs[spec] |= {"fitting": fitting} if spec.startswith(f"{FAST_PROFILE}:") else {}
             if not lexical:
-                lexical = evaluate(kb, queries, LEXICAL_MODES)
+                lexical = evaluate(kb, queries, LEXICAL_MODES, rank_of)
     result = {
         "when": utc_now(),
         "machine": machine(),

@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -730,16 +730,14 @@ def tune(
     bars = StageBars()
     try:
         with knowledge_base(db_dir, store, None, cache_dir) as kb:
-            profile = kb.tune_settings()  # the profile's max_tokens and frozen_layers unless given
-            settings = replace(
-                profile,
+            settings = kb.tune_settings().given(  # the profile's max_tokens and frozen_layers unless given
                 max_pairs=max_pairs,
                 epochs=epochs,
                 batch_size=batch_size,
                 learning_rate=learning_rate,
                 seed=seed,
-                max_tokens=profile.max_tokens if max_tokens is None else max_tokens,
-                frozen_layers=profile.frozen_layers if frozen_layers is None else frozen_layers,
+                max_tokens=max_tokens,
+                frozen_layers=frozen_layers,
             )
             tuned = kb.tune(settings, exclude, sys.stderr.isatty(), bars)
     finally:

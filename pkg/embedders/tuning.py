@@ -79,6 +79,10 @@ class TuneSettings:
     hard_negatives: bool = True
     frozen_layers: int = 3
 
+    def given(self, **options: Any) -> TuneSettings:
+        """These settings with the options a user gave over them (None: not given, this one stays)."""
+        return replace(self, **{name: value for name, value in options.items() if value is not None})
+
 
 #: How `pkg tune` trains on a database of the fast profile unless told otherwise. There the tuned model
 #: only teaches the static table, and reading 64 tokens with 4 layers frozen halves a step (0.72 s against
