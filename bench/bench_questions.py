@@ -341,6 +341,24 @@ def rank_of(kb: KnowledgeBase, question: Question, variant: str) -> int | None:
     return None
 
 
+def parse_packages(text: str) -> dict[str, str]:
+    """`--packages`' DIST:PACKAGE,... as distribution -> top-level package, each installed here; else
+    SystemExit with one line naming the entry."""
+    packages: dict[str, str] = {}
+    for item in text.split(","):
+        distribution, colon, package = item.strip().partition(":")
+        if not (distribution and colon and package):
+            raise SystemExit(f"--packages: {item!r} is not DIST:PACKAGE (e.g. pluggy:pluggy)")
+        try:
+            importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            raise SystemExit(f"--packages: distribution {distribution!r} is not installed") from None
+        if not (SITE_PACKAGES / package).is_dir():
+            raise SystemExit(f"--packages: no package folder {package!r} in {SITE_PACKAGES}")
+        packages[distribution] = package
+    return packages
+
+
 def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--embedders", default="minilm,static", help="comma-separated embedder specs")
@@ -348,7 +366,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/pkg-bench-questions"), help="corpus, databases, cache")
     parser.add_argument("--packages", help="DIST:PACKAGE,... to ask instead of the default distributions")
     args = parser.parse_args()
-    packages = dict(item.split(":", 1) for item in args.packages.split(",")) if args.packages else DOCUMENTED
+    packages = parse_packages(args.packages) if args.packages else DOCUMENTED
     started = time.perf_counter()
     corpus_dir = args.work.resolve() / "corpus"
     questions, sizes = make_questions(corpus_dir, args.work / "sdists", args.per_package, packages)

@@ -5,7 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.bench_questions import Target, as_rst, copied, masked, package_questions, paragraphs, resolve, sentences
+import pytest
+
+from bench.bench_questions import (
+    Target,
+    as_rst,
+    copied,
+    masked,
+    package_questions,
+    paragraphs,
+    parse_packages,
+    resolve,
+    sentences,
+)
 
 STYLE = Target("click", "/c/click/termui.py", "style")
 INVOKE = Target("click", "/c/click/core.py", "Context.invoke")
@@ -85,3 +97,16 @@ def test_questions_come_from_the_documentation_files_in_order(tmp_path: Path) ->
     assert [(q.text, q.answers, q.source) for q in questions] == [
         ("Callbacks run through this method, which passes the context on.", (INVOKE,), "docs/utils.rst")
     ]
+
+
+def test_packages_option_names_what_is_wrong_in_one_line() -> None:
+    assert parse_packages("pluggy:pluggy, pytest:_pytest") == {"pluggy": "pluggy", "pytest": "_pytest"}
+    for text, says in (
+        ("pluggy", "is not DIST:PACKAGE"),
+        ("pluggy:", "is not DIST:PACKAGE"),
+        ("no-such-distribution-here:x", "is not installed"),
+        ("pluggy:no_such_package_here", "no package folder"),
+    ):
+        with pytest.raises(SystemExit, match=says) as exc:
+            parse_packages(text)
+        assert "\n" not in str(exc.value)
