@@ -850,15 +850,18 @@ def _class_head(index: CodeIndex, cls: ClassNode) -> tuple[str, str, list[str]]:
     return header, table.get("doc", ""), list(table.get("fields", []))
 
 
-def _stubs(index: CodeIndex, entry: _Found, shown: set[str]) -> tuple[str, list[str]]:
+def _stubs(
+    index: CodeIndex, entry: _Found, shown: set[str], hidden: frozenset[str] = frozenset()
+) -> tuple[str, list[str]]:
     """The definition's kind and its stub at each level of detail, most detailed first (a module's
-    outline without the names `shown` already)."""
+    outline without the names `shown` already, and the lines of those `hidden` blanked, not refilled)."""
     if entry.constant is not None:
         return "constant", [entry.constant[3]]
     if entry.module is not None:
         outline = _module_outline(index, entry.module[0], shown, MODULE_LINES)
         sizes = (MODULE_LINES, 12, MODULE_LEAST_LINES)
-        return "module", list(dict.fromkeys("\n".join(outline[:n]) for n in sizes if outline))
+        levels = ("\n".join(text for name, text in outline[:n] if name not in hidden) for n in sizes)
+        return "module", [level for level in dict.fromkeys(levels) if level]
     node = entry.node
     if isinstance(node, ClassNode) and entry.suggested:
         stub = _suggested_stub(index, node, entry.members)
@@ -875,7 +878,7 @@ def _least_stub(index: CodeIndex, entry: _Found, shown: set[str]) -> str:
     methods or of a module's whole outline: most definitions ranked never fit what is left of the budget
     (on the 20k-function stdlib graph, reading the stubs of those was half of a large file's call)."""
     if entry.module is not None:
-        return "\n".join(_module_outline(index, entry.module[0], shown, MODULE_LEAST_LINES))
+        return "\n".join(text for _, text in _module_outline(index, entry.module[0], shown, MODULE_LEAST_LINES))
     if isinstance(entry.node, ClassNode) and entry.suggested:
         return _suggested_stub(index, entry.node, entry.members).render(1)
     if isinstance(entry.node, ClassNode):
@@ -884,10 +887,10 @@ def _least_stub(index: CodeIndex, entry: _Found, shown: set[str]) -> str:
     return _stubs(index, entry, shown)[1][-1]
 
 
-def _module_outline(index: CodeIndex, source: str, shown: set[str], limit: int) -> list[str]:
+def _module_outline(index: CodeIndex, source: str, shown: set[str], limit: int) -> list[tuple[str, str]]:
     """The first `limit` of a module's public top-level functions, classes and constants not `shown`, in line
-    order: a function's `def` line(s), a class's `class` line, a constant's assignment (only the functions
-    among them have their signatures read)."""
+    order, each with its name: a function's `def` line(s), a class's `class` line, a constant's assignment
+    (only the functions among them have their signatures read)."""
     entries: list[tuple[int, str, NameNode | str]] = [
         (n.start_line, n.name, n) for n in index.linker.own_methods.get((source, ""), []) if not n.name.startswith("_")
     ]
@@ -900,14 +903,14 @@ def _module_outline(index: CodeIndex, source: str, shown: set[str], limit: int) 
             header = tables.get(name, {}).get("header") or f"class {name}:"
             entries.append((start, name, header.splitlines()[-1] + " ..."))
     pending = sorted((e for e in entries if e[1] not in shown), key=lambda e: (e[0], e[1]))
-    outline: list[str] = []
+    outline: list[tuple[str, str]] = []
     while pending and len(outline) < limit:
         batch, pending = pending[: limit - len(outline)], pending[limit - len(outline) :]
         signatures = index.signatures([item for _, _, item in batch if isinstance(item, NameNode)])
-        for _, _, item in batch:
+        for _, name, item in batch:
             text = item if isinstance(item, str) else signatures[item.id] and _header_only(signatures[item.id])
             if text:  # a function whose signature cannot be read is left out
-                outline.append(text)
+                outline.append((name, text))
     return outline
 
 
@@ -1085,6 +1088,7 @@ class _Pick:
     kind: str
     levels: list[tuple[str, int]]
     level: int
+    before: frozenset[str]  # the names of its file picked before it
 
 
 def _fit(
@@ -1118,14 +1122,43 @@ def _fit(
             continue
         if levels and used + header + levels[-1][1] <= budget:
             seen.add((source, levels[0][0]))
-            picks.append(_Pick(entry, score, kind, levels, len(levels) - 1))
+            picks.append(_Pick(entry, score, kind, levels, len(levels) - 1, frozenset(shown.get(source, ()))))
             shown.setdefault(source, set()).add(_last_name(entry))
             used += header + levels[-1][1]
+    picks, used = _outlines_without_later(index, picks, shown, used, budget, count)
     for pick in picks:
         least = pick.levels[pick.level][1]
         pick.level = next(i for i, (_, cost) in enumerate(pick.levels) if used - least + cost <= budget)
         used += pick.levels[pick.level][1] - least
     return [_definition(p.entry, p.kind, p.levels[p.level][0], p.score) for p in _shown_once(picks)]
+
+
+def _outlines_without_later(
+    index: CodeIndex,
+    picks: list[_Pick],
+    shown: dict[str, set[str]],
+    used: int,
+    budget: int,
+    count: Callable[[str], int],
+) -> tuple[list[_Pick], int]:
+    """The picks with each module's outline without the lines of the names of its file picked after it
+    (rich's `filesize` outline, ranked above `filesize.pick_unit_and_suffix`, printed that function's line
+    again); and the budget used then. The lines are blanked, not refilled from the rest of the module. When
+    that empties the outline's least detail, its next level takes its place if it fits what is left of the
+    budget; otherwise, or when nothing is left of it, the outline is dropped."""
+    kept = []
+    for pick in picks:
+        later = frozenset(shown.get(_source(pick.entry), ())) - pick.before - {_last_name(pick.entry)}
+        if pick.entry.module is not None and later:
+            _, stubs = _stubs(index, pick.entry, set(pick.before), later)
+            levels = [(stub, count(stub) + 1) for stub in stubs]
+            if not levels or used - pick.levels[-1][1] + levels[-1][1] > budget:
+                used -= pick.levels[-1][1]
+                continue
+            used += levels[-1][1] - pick.levels[-1][1]
+            pick.levels, pick.level = levels, len(levels) - 1
+        kept.append(pick)
+    return kept, used
 
 
 def _shown_once(picks: list[_Pick]) -> list[_Pick]:

@@ -350,6 +350,50 @@ def test_a_module_used_as_a_whole_gets_its_outline(kb: KnowledgeBase) -> None:
     assert named.definitions[0].score > named.definitions[1].score
 
 
+def test_an_outline_ranked_first_leaves_out_a_function_of_it_shown_below(kb: KnowledgeBase) -> None:
+    """`util` itself used near the line, `util.round_money` far above it: the module outranks the function,
+    and its outline does not show round_money's line a second time."""
+    code = "from shop import util\n\nX = util.round_money(1.0)\n" + "\n" * 30
+    code += "def pay(amount):\n    helpers = [util, util, util]\n    return util\n"
+    found = kb.context_at(str(SHOP / "pay.py"), len(code.splitlines()), code, names="all")
+    assert [(d.name, d.stub) for d in found.definitions] == [
+        ("shop.util", "def unused_helper(x): ..."),
+        ("round_money", ROUND_MONEY),
+    ]
+    assert found.text.count("def round_money") == 1
+
+
+def test_an_outline_above_the_functions_it_lists_keeps_to_every_budget(
+    open_store: Opener,  # noqa: F811
+    module_embedder: CachedEmbedder,
+    tmp_path: Path,
+) -> None:
+    """`m` used near the line, its first five functions named far above it: the outline ranks first and its
+    lines for those five are blanked once they get stubs of their own, not refilled with the module's longer
+    later lines (a refill overran the budget); its next level, the rest of the module, takes the place of
+    its emptied least detail where it fits. No `def` line is printed twice."""
+    lib = tmp_path / "proj" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("")
+    short = "".join(f"def f{i}(x):\n    return x\n\n\n" for i in range(5))
+    wide = "first_argument_with_a_long_name: int, second_argument_with_a_long_name: str = 'default'"
+    long = "".join(f"def g{i}({wide}) -> dict[str, int]:\n    return {{}}\n\n\n" for i in range(3))
+    (lib / "m.py").write_text(short + long)
+    built = KnowledgeBase(tmp_path / "kb", open_store("outline"), module_embedder)
+    built.build([tmp_path / "proj"], parts=["functions"])
+    code = "from lib import m\n\n" + "".join(f"X{i} = m.f{i}(1)\n" for i in range(5)) + "\n" * 30
+    code += "def use():\n    return [" + ", ".join(["m"] * 12) + "]\n"
+    where, line = str(tmp_path / "proj" / "app.py"), len(code.splitlines())
+    for budget in range(10, 260, 5):
+        found = built.context_at(where, line, code, budget=budget, names="all")
+        assert found.tokens <= budget
+        defs = [text for text in found.text.splitlines() if text.startswith("def ")]
+        assert len(defs) == len(set(defs)), budget
+    everything = built.context_at(where, line, code, budget=4096, names="all")
+    assert [d.name for d in everything.definitions] == ["lib.m", "f4", "f3", "f2", "f1", "f0"]
+    assert everything.definitions[0].stub == "\n".join(f"def g{i}({wide}) -> dict[str, int]: ..." for i in range(3))
+
+
 def test_a_constant_of_a_module_imported_from_its_package(kb: KnowledgeBase) -> None:
     """`from shop import models`, then `models.TAX_RATE`: the constant's own line, as for `import shop.models`."""
     code = "from shop import models\n\n\ndef tax(amount):\n    return amount * models.TAX_RATE\n"
