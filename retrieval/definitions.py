@@ -25,7 +25,7 @@ import json
 import keyword
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from hashlib import sha256
@@ -850,18 +850,13 @@ def _class_head(index: CodeIndex, cls: ClassNode) -> tuple[str, str, list[str]]:
     return header, table.get("doc", ""), list(table.get("fields", []))
 
 
-def _stubs(
-    index: CodeIndex, entry: _Found, shown: set[str], hidden: frozenset[str] = frozenset()
-) -> tuple[str, list[str]]:
+def _stubs(index: CodeIndex, entry: _Found, shown: set[str]) -> tuple[str, list[str]]:
     """The definition's kind and its stub at each level of detail, most detailed first (a module's
-    outline without the names `shown` already, and the lines of those `hidden` blanked, not refilled)."""
+    outline without the names `shown` already)."""
     if entry.constant is not None:
         return "constant", [entry.constant[3]]
     if entry.module is not None:
-        outline = _module_outline(index, entry.module[0], shown, MODULE_LINES)
-        sizes = (MODULE_LINES, 12, MODULE_LEAST_LINES)
-        levels = ("\n".join(text for name, text in outline[:n] if name not in hidden) for n in sizes)
-        return "module", [level for level in dict.fromkeys(levels) if level]
+        return "module", _outline_levels(index, entry.module[0], shown)
     node = entry.node
     if isinstance(node, ClassNode) and entry.suggested:
         stub = _suggested_stub(index, node, entry.members)
@@ -885,6 +880,15 @@ def _least_stub(index: CodeIndex, entry: _Found, shown: set[str]) -> str:
         header, doc, _ = _class_head(index, entry.node)
         return _ClassStub(header, doc, [], []).render(CLASS_LEVELS - 1)
     return _stubs(index, entry, shown)[1][-1]
+
+
+def _outline_levels(index: CodeIndex, source: str, shown: set[str], hidden: Set[str] = frozenset()) -> list[str]:
+    """A module's outline at each level of detail, most detailed first, without the names `shown`, and with
+    the lines of those `hidden` blanked (not refilled from the rest of the module)."""
+    outline = _module_outline(index, source, shown, MODULE_LINES)
+    sizes = (MODULE_LINES, 12, MODULE_LEAST_LINES)
+    levels = ("\n".join(text for name, text in outline[:n] if name not in hidden) for n in sizes)
+    return [level for level in dict.fromkeys(levels) if level]
 
 
 def _module_outline(index: CodeIndex, source: str, shown: set[str], limit: int) -> list[tuple[str, str]]:
@@ -1088,7 +1092,6 @@ class _Pick:
     kind: str
     levels: list[tuple[str, int]]
     level: int
-    before: frozenset[str]  # the names of its file picked before it
 
 
 def _fit(
@@ -1122,10 +1125,10 @@ def _fit(
             continue
         if levels and used + header + levels[-1][1] <= budget:
             seen.add((source, levels[0][0]))
-            picks.append(_Pick(entry, score, kind, levels, len(levels) - 1, frozenset(shown.get(source, ()))))
+            picks.append(_Pick(entry, score, kind, levels, len(levels) - 1))
             shown.setdefault(source, set()).add(_last_name(entry))
             used += header + levels[-1][1]
-    picks, used = _outlines_without_later(index, picks, shown, used, budget, count)
+    picks, used = _outlines_without_later(index, picks, used, budget, count)
     for pick in picks:
         least = pick.levels[pick.level][1]
         pick.level = next(i for i, (_, cost) in enumerate(pick.levels) if used - least + cost <= budget)
@@ -1134,12 +1137,7 @@ def _fit(
 
 
 def _outlines_without_later(
-    index: CodeIndex,
-    picks: list[_Pick],
-    shown: dict[str, set[str]],
-    used: int,
-    budget: int,
-    count: Callable[[str], int],
+    index: CodeIndex, picks: list[_Pick], used: int, budget: int, count: Callable[[str], int]
 ) -> tuple[list[_Pick], int]:
     """The picks with each module's outline without the lines of the names of its file picked after it
     (rich's `filesize` outline, ranked above `filesize.pick_unit_and_suffix`, printed that function's line
@@ -1147,11 +1145,16 @@ def _outlines_without_later(
     that empties the outline's least detail, its next level takes its place if it fits what is left of the
     budget; otherwise, or when nothing is left of it, the outline is dropped."""
     kept = []
-    for pick in picks:
-        later = frozenset(shown.get(_source(pick.entry), ())) - pick.before - {_last_name(pick.entry)}
-        if pick.entry.module is not None and later:
-            _, stubs = _stubs(index, pick.entry, set(pick.before), later)
-            levels = [(stub, count(stub) + 1) for stub in stubs]
+    for position, pick in enumerate(picks):
+        if pick.entry.module is None:
+            kept.append(pick)
+            continue
+        source = pick.entry.module[0]
+        same_file = [(at, _last_name(p.entry)) for at, p in enumerate(picks) if _source(p.entry) == source]
+        before = {name for at, name in same_file if at < position}
+        later = {name for at, name in same_file if at > position} - before
+        if later:
+            levels = [(stub, count(stub) + 1) for stub in _outline_levels(index, source, before, later)]
             if not levels or used - pick.levels[-1][1] + levels[-1][1] > budget:
                 used -= pick.levels[-1][1]
                 continue
