@@ -94,9 +94,9 @@ VARIANTS: dict[str, tuple[str, Options]] = {
     "bm25-func": ("bm25-func", NO_PRUNING),
 }
 MODES = ("func", "hybrid", "hybrid-rrf")
+LEXICAL_MODES = ("bm25-func",)
 #: What a benchmark asks: bench_search a docstring summary (Function), bench_questions a sentence.
 Query = TypeVar("Query")
-LEXICAL_MODES = ("bm25-func",)
 
 
 @dataclass(frozen=True)
